@@ -1,0 +1,107 @@
+package main
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"fmt"
+)
+
+// listKind names one paginated list of the catalog. A cursor is only valid
+// for the list it was issued for.
+type listKind byte
+
+const (
+	listTools listKind = iota + 1
+	listPrompts
+	listResources
+	listResourceTemplates
+)
+
+// kindCount sizes per-kind arrays; listKind values start at 1.
+const kindCount = int(listResourceTemplates) + 1
+
+const (
+	cursorPayloadBytes = 1 + 8 + 8 // kind, generation, offset
+	cursorTagBytes     = 16        // truncated HMAC-SHA256
+	cursorKeyBytes     = 32
+)
+
+// cursorCodec issues and checks opaque pagination cursors: base64url of
+// (list kind, catalog generation, offset) followed by a truncated
+// HMAC-SHA256 tag under a random per-runtime key. Its key is set once at
+// construction; it is safe for concurrent use.
+type cursorCodec struct {
+	key []byte
+}
+
+// newCursorCodec draws a fresh key from crypto/rand.
+func newCursorCodec() (cursorCodec, error) {
+	key := make([]byte, cursorKeyBytes)
+	if _, err := rand.Read(key); err != nil {
+		return cursorCodec{}, fmt.Errorf("drawing the cursor key: %w", err)
+	}
+	return cursorCodec{key: key}, nil
+}
+
+func (cc cursorCodec) encode(kind listKind, generation uint64, offset int) string {
+	buf := make([]byte, cursorPayloadBytes, cursorPayloadBytes+cursorTagBytes)
+	buf[0] = byte(kind)
+	binary.BigEndian.PutUint64(buf[1:9], generation)
+	binary.BigEndian.PutUint64(buf[9:17], uint64(offset))
+	buf = append(buf, cc.tag(buf)...)
+	return base64.RawURLEncoding.EncodeToString(buf)
+}
+
+// decode returns the offset a cursor names. ok is false for a cursor that is
+// malformed, forged, issued for another list, or stale (issued for another
+// generation of the list).
+func (cc cursorCodec) decode(cursor string, kind listKind, generation uint64) (offset int, ok bool) {
+	buf, err := base64.RawURLEncoding.DecodeString(cursor)
+	if err != nil || len(buf) != cursorPayloadBytes+cursorTagBytes {
+		return 0, false
+	}
+	payload, tag := buf[:cursorPayloadBytes], buf[cursorPayloadBytes:]
+	if !hmac.Equal(tag, cc.tag(payload)) {
+		return 0, false
+	}
+	if listKind(payload[0]) != kind || binary.BigEndian.Uint64(payload[1:9]) != generation {
+		return 0, false
+	}
+	off := binary.BigEndian.Uint64(payload[9:17])
+	if off == 0 || off > uint64(maxInt) {
+		return 0, false
+	}
+	return int(off), true
+}
+
+const maxInt = int(^uint(0) >> 1)
+
+func (cc cursorCodec) tag(payload []byte) []byte {
+	mac := hmac.New(sha256.New, cc.key)
+	mac.Write(payload)
+	return mac.Sum(nil)[:cursorTagBytes]
+}
+
+// paginate returns the page of list that cursor starts (the first page for
+// ""), and the cursor of the next page ("" on the last page). list and
+// generation must be one consistent snapshot. A cursor that decode refuses,
+// or that points past the list, is -32602 "Invalid cursor".
+func paginate[E any](cc cursorCodec, kind listKind, list []E, generation uint64, cursor string, pageSize int) ([]E, string, *RPCError) {
+	offset := 0
+	if cursor != "" {
+		off, ok := cc.decode(cursor, kind, generation)
+		if !ok || off >= len(list) {
+			return nil, "", &RPCError{Code: CodeInvalidParams, Message: "Invalid cursor"}
+		}
+		offset = off
+	}
+	end := min(offset+pageSize, len(list))
+	next := ""
+	if end < len(list) {
+		next = cc.encode(kind, generation, end)
+	}
+	return list[offset:end], next, nil
+}

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+)
+
+// A Dispatcher serves the messages a transport admits. It is the seam between
+// the transport (framing, admission, cancellation, output) and the protocol
+// (dialects, the runtime of tools, resources and prompts).
+//
+// Dispatch runs on an executor worker, concurrently with other calls. It must
+// return when ctx is done (cancellation, deadline, transport failure); a late
+// return is discarded. It never writes to the output itself. For a
+// notification (req.ID == nil) the reply is discarded. A panic in Dispatch is
+// recovered by the executor and answered -32603 "Request worker failed".
+type Dispatcher interface {
+	Dispatch(ctx context.Context, req *Request) Reply
+}
+
+// DispatcherFunc adapts a function to the Dispatcher interface.
+type DispatcherFunc func(ctx context.Context, req *Request) Reply
+
+// Dispatch calls f(ctx, req).
+func (f DispatcherFunc) Dispatch(ctx context.Context, req *Request) Reply { return f(ctx, req) }
+
+// Request is one admitted JSON-RPC request or notification whose envelope is
+// valid. Its fields are read-only for the dispatcher.
+type Request struct {
+	Method string
+	// ID is the canonical JSON text of the request id (a string or an integer);
+	// nil for a notification.
+	ID json.RawMessage
+	// Params is the raw "params" object, or nil when the message had none.
+	Params json.RawMessage
+	// Header holds the request headers the transport synthesized, keyed by
+	// lower-case name, as an HTTP request would carry them
+	// ("mcp-protocol-version" once a connection ran initialize). Nil when none.
+	Header map[string]string
+	// Session is a snapshot, taken when the message was admitted, of what the
+	// connection negotiated with initialize.
+	Session Session
+	// Peer reaches the client while the request runs; nil where there is no
+	// client (a Dispatch called directly, or a notification).
+	Peer Peer
+}
+
+// Peer is a running request's link to the client, provided by the transport.
+// Its methods are safe for concurrent use and fail once the request has been
+// answered, cancelled or timed out, or the connection has ended.
+type Peer interface {
+	// Notify writes a server-to-client notification as part of this
+	// request's output, so it precedes the request's response. params is a
+	// JSON object or nil. It blocks until the frame is written: a slow client
+	// slows the handler (backpressure), never the transport.
+	Notify(ctx context.Context, method string, params json.RawMessage) error
+	// Request sends a server-to-client request (initialize era) with an id
+	// the server chooses, and blocks until the client's response arrives,
+	// ctx ends, or the connection ends. A JSON-RPC error response is returned
+	// as an *RPCError.
+	Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
+}
+
+// HeaderValue returns the value of the named header, matched
+// case-insensitively, or "" when absent.
+func (r *Request) HeaderValue(name string) string {
+	if v, ok := r.Header[name]; ok {
+		return v
+	}
+	return r.Header[strings.ToLower(name)]
+}
+
+// Session is what an initialize-era connection negotiated. The zero value
+// means initialize has not succeeded on the connection.
+type Session struct {
+	ProtocolVersion    string
+	ClientInfo         json.RawMessage
+	ClientCapabilities json.RawMessage
+	// LogLevel is the minimum level of notifications/message set with
+	// logging/setLevel; "" until the client set one.
+	LogLevel string
+}
+
+// Reply is the dispatcher's answer to a request: either Result (compact,
+// valid JSON, e.g. from marshalJSON) or Error.
+type Reply struct {
+	Result json.RawMessage
+	Error  *RPCError
+	// Initialized, set on the successful reply to initialize, is recorded by
+	// the coordinator as the connection's Session before the reply is written,
+	// so every later message carries it.
+	Initialized *Session
+}
+
+// RPCError is a JSON-RPC error object. Message is sent to the client as is:
+// never put an internal cause in it.
+type RPCError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+	Data    any    `json:"data,omitempty"`
+}
+
+func (e *RPCError) Error() string { return e.Message }
+
+// JSON-RPC and MCP error codes.
+const (
+	CodeParseError         = -32700
+	CodeInvalidRequest     = -32600
+	CodeMethodNotFound     = -32601
+	CodeInvalidParams      = -32602
+	CodeInternalError      = -32603
+	CodeResourceNotFound   = -32002
+	CodeMissingCapability  = -32021
+	CodeUnsupportedVersion = -32022
+)

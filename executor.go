@@ -1,0 +1,869 @@
+package main
+
+// The executor: transport-neutral admission, FIFO queue, per-job deadlines and
+// cancellation (SPEC §5). It knows nothing of JSON-RPC. Several transports share
+// one Executor; each gets a Submitter whose keys are scoped to it.
+//
+// Concurrency design, in short:
+//   - One mutex (Executor.mu) guards all bookkeeping. Every race between a job's
+//     completion, Cancel, its deadline and Close is decided under it, by the job's
+//     state: whoever moves a job out of jobRunning (or jobQueued) owns its single
+//     outcome. Outcomes are delivered after the mutex is released.
+//   - A job's context is part of its record (jobContext). Deadlines need no
+//     timer per job: running jobs with a deadline sit in a heap, and one
+//     executor timer, armed for the earliest, both cancels a due job's
+//     context and decides its outcome.
+//   - A goroutine is started when a job is admitted while fewer than
+//     MaxConcurrency are running; when its job returns it takes the next queued
+//     job itself, so a busy executor spawns no goroutine per job.
+//   - Delivery never blocks, whoever delivers (a worker, Cancel, a deadline
+//     timer): an outcome is offered to the buffered Outcomes channel without
+//     waiting; if the buffer is full it goes to the submitter's mailbox, an
+//     unbounded FIFO drained by one pump goroutine that exists only while the
+//     mailbox is non-empty. A slow reader therefore costs memory (one Outcome
+//     per pending result, not a goroutine per pending result), never a slot,
+//     a worker or a caller of Cancel.
+//   - Close is final for delivery: a read-write lock around every send lets
+//     Close wait out sends in progress, then it empties the channel's buffer.
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Defaults that NewExecutor applies to zero-valued options.
+const (
+	defaultMaxConcurrency = 32
+	defaultMaxQueue       = 256
+	defaultJobTimeout     = 30 * time.Second
+)
+
+// outcomeBuffer is the capacity of each Outcomes channel: it lets a worker
+// hand over its outcome without waiting for the reader, so the mailbox pump is
+// needed only when the reader falls this far behind.
+const outcomeBuffer = 64
+
+// ExecutionRef identifies one admitted job; unique for the executor's life
+// (never reused, even across submitters). The zero value is never issued.
+type ExecutionRef uint64
+
+// OutcomeKind says how an admitted job ended.
+type OutcomeKind uint8
+
+const (
+	OutcomeCompleted OutcomeKind = iota + 1 // the work returned; Outcome.Value holds what it returned
+	OutcomeCancelled                        // Submitter.Cancel stopped it
+	OutcomeTimedOut                         // its deadline passed first
+	OutcomeFailed                           // the work panicked (or called runtime.Goexit); Outcome.Panic holds the value
+)
+
+// String returns the kind's name, e.g. "completed" or "timedOut".
+func (k OutcomeKind) String() string {
+	switch k {
+	case OutcomeCompleted:
+		return "completed"
+	case OutcomeCancelled:
+		return "cancelled"
+	case OutcomeTimedOut:
+		return "timedOut"
+	case OutcomeFailed:
+		return "failed"
+	}
+	return fmt.Sprintf("OutcomeKind(%d)", uint8(k))
+}
+
+// Outcome is the one and only result of an admitted job.
+type Outcome struct {
+	Ref   ExecutionRef
+	Key   string // the key it was submitted with ("" for an unkeyed job)
+	Kind  OutcomeKind
+	Value any // what the work returned (OutcomeCompleted only)
+	Panic any // the recovered panic value (OutcomeFailed only)
+}
+
+// ExecutorOptions configures NewExecutor. The zero value means all defaults.
+type ExecutorOptions struct {
+	MaxConcurrency int           // jobs running at once; 0 means 32; negative is invalid
+	MaxQueue       int           // jobs waiting (FIFO); 0 means 256; negative means no queue at all
+	Timeout        time.Duration // default per-job deadline; 0 means 30s; negative means none
+}
+
+// Errors returned by Submit. Test them with errors.Is.
+var (
+	ErrDuplicateKey    = errors.New("executor: key already admitted")
+	ErrOverloaded      = errors.New("executor: concurrency and queue limits reached")
+	ErrExecutorClosed  = errors.New("executor: closed")
+	ErrSubmitterClosed = errors.New("executor: submitter closed")
+
+	errNilWork = errors.New("executor: Submit called with nil work")
+)
+
+// errWorkGoexit is the Outcome.Panic value of a job whose work called
+// runtime.Goexit (for example t.FailNow) instead of returning.
+var errWorkGoexit = errors.New("executor: work called runtime.Goexit")
+
+// ExecutorStats is a snapshot of an executor's load and limits.
+type ExecutorStats struct {
+	Running        int // jobs holding a slot, including cancelled ones whose function has not returned
+	Queued         int // jobs waiting in the FIFO queue
+	MaxConcurrency int // the effective limit
+	MaxQueue       int // the effective limit; 0 when there is no queue
+}
+
+// Executor admits, queues and runs work for any number of submitters. All its
+// methods are safe for concurrent use.
+type Executor struct {
+	// Set by NewExecutor; read-only after.
+	maxConcurrency int
+	maxQueue       int           // 0 means no queue
+	timeout        time.Duration // negative means no deadline
+	done           chan struct{} // closed by Close
+
+	// goroutines counts the live workers and outcome pumps, so tests can
+	// wait for them to exit after Close.
+	goroutines sync.WaitGroup
+
+	mu         sync.Mutex
+	closed     bool                    // guarded by mu
+	running    int                     // slots held; guarded by mu
+	queue      jobList                 // waiting jobs, oldest first; guarded by mu
+	lastRef    ExecutionRef            // guarded by mu
+	submitters map[*Submitter]struct{} // open submitters; guarded by mu
+
+	// Guarded by mu.
+	deadlines     deadlineHeap // running jobs with a deadline and an undecided outcome, earliest first
+	deadlineTimer *time.Timer  // runs expireDue; nil until the first deadline
+	timerAt       time.Time    // when deadlineTimer will fire; zero when it is not armed
+}
+
+// NewExecutor validates opts, applies defaults and returns a running executor.
+// An invalid option is an error, never a panic.
+func NewExecutor(opts ExecutorOptions) (*Executor, error) {
+	if opts.MaxConcurrency < 0 {
+		return nil, fmt.Errorf("executor: MaxConcurrency must not be negative (0 means %d), got %d",
+			defaultMaxConcurrency, opts.MaxConcurrency)
+	}
+	e := &Executor{
+		maxConcurrency: opts.MaxConcurrency,
+		maxQueue:       opts.MaxQueue,
+		timeout:        opts.Timeout,
+		done:           make(chan struct{}),
+		queue:          jobList{links: queueLinks},
+		submitters:     make(map[*Submitter]struct{}),
+	}
+	if e.maxConcurrency == 0 {
+		e.maxConcurrency = defaultMaxConcurrency
+	}
+	switch {
+	case e.maxQueue == 0:
+		e.maxQueue = defaultMaxQueue
+	case e.maxQueue < 0:
+		e.maxQueue = 0
+	}
+	if e.timeout == 0 {
+		e.timeout = defaultJobTimeout
+	}
+	return e, nil
+}
+
+// NewSubmitter registers a new client of the executor (e.g. one connection).
+// Its outcomes arrive on Outcomes(); its keys never collide with another
+// submitter's. On a closed executor it returns a submitter whose Submit fails
+// with ErrExecutorClosed.
+func (e *Executor) NewSubmitter() *Submitter {
+	s := &Submitter{
+		e:        e,
+		outcomes: make(chan Outcome, outcomeBuffer),
+		closing:  make(chan struct{}),
+		keys:     make(map[string]*job),
+		active:   jobList{links: activeLinks},
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		s.closed = true
+		close(s.closing)
+		return s
+	}
+	e.submitters[s] = struct{}{}
+	return s
+}
+
+// Stats returns a snapshot of the executor's load and limits.
+func (e *Executor) Stats() ExecutorStats {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return ExecutorStats{
+		Running:        e.running,
+		Queued:         e.queue.len,
+		MaxConcurrency: e.maxConcurrency,
+		MaxQueue:       e.maxQueue,
+	}
+}
+
+// Close cancels all work of every submitter (queued jobs are dropped, running
+// jobs' contexts are cancelled), delivers nothing more, makes Submit fail with
+// ErrExecutorClosed, and closes Done. It does not wait for running functions
+// to return; they keep their slots until they do, and their results are
+// discarded. When the first call returns, nothing can be received from any
+// submitter's Outcomes channel any more. Idempotent.
+func (e *Executor) Close() {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return
+	}
+	e.closed = true
+	if e.deadlineTimer != nil {
+		e.deadlineTimer.Stop()
+	}
+	closed := make([]*Submitter, 0, len(e.submitters))
+	for s := range e.submitters {
+		e.closeSubmitterLocked(s)
+		closed = append(closed, s)
+	}
+	close(e.done)
+	e.mu.Unlock()
+	for _, s := range closed {
+		s.silence()
+	}
+}
+
+// Done is closed when Close is called (not when the last function returns).
+func (e *Executor) Done() <-chan struct{} { return e.done }
+
+// Submitter is one client's handle on a shared Executor. Its methods are safe
+// for concurrent use.
+type Submitter struct {
+	e        *Executor
+	outcomes chan Outcome  // buffered (outcomeBuffer); never closed
+	closing  chan struct{} // closed (under e.mu) when the submitter closes
+	// sendGate is held shared around every send on outcomes; Close takes it
+	// exclusively after closing `closing`, so no send completes after Close
+	// returns.
+	sendGate sync.RWMutex
+
+	// Guarded by e.mu.
+	closed  bool
+	keys    map[string]*job // keyed jobs that are queued or running, outcome undecided
+	active  jobList         // every job with an undecided outcome, keyed or not
+	mailbox outcomeQueue    // outcomes no reader has taken yet
+	pumping bool            // a pump goroutine is draining mailbox
+}
+
+// Submit admits work under key. key "" means unkeyed: never a duplicate, not
+// cancellable by key (e.g. notifications). Errors, in order of precedence:
+// ErrExecutorClosed, ErrSubmitterClosed, ErrDuplicateKey (the key is admitted
+// and its outcome not yet delivered or cancelled), ErrOverloaded (MaxConcurrency
+// jobs running and MaxQueue queued). Otherwise the job starts at once or is
+// appended to the FIFO queue, and exactly one Outcome for it will be delivered
+// unless the submitter or the executor is closed first; a reader on another
+// goroutine may receive it before Submit returns.
+//
+// timeout 0 uses the executor's default; negative means no deadline. The
+// deadline starts when the job starts running, not when it is queued. work
+// gets a context (without values) cancelled by Cancel, by the deadline
+// (ctx.Err() is then context.DeadlineExceeded), by Close, and when work
+// returns. A nil work is an error. Submit never blocks on running work.
+func (s *Submitter) Submit(key string, timeout time.Duration, work func(ctx context.Context) any) (ExecutionRef, error) {
+	if work == nil {
+		return 0, errNilWork
+	}
+	e := s.e
+	if timeout == 0 {
+		timeout = e.timeout
+	}
+	j := &job{key: key, sub: s, work: work, timeout: timeout, deadlineIndex: -1}
+	e.mu.Lock()
+	startNow, err := e.admitLocked(j)
+	if startNow {
+		e.goroutines.Add(1)
+	}
+	ref := j.ref
+	e.mu.Unlock()
+	if err != nil {
+		return 0, err
+	}
+	if startNow {
+		go e.work(j)
+	}
+	return ref, nil
+}
+
+// Outcomes delivers exactly one Outcome per admitted job until the submitter
+// (or the executor) is closed, in no particular order between jobs. The channel
+// is never closed. Outcomes waiting for a slow reader are kept, however many,
+// never dropped, until the submitter closes.
+func (s *Submitter) Outcomes() <-chan Outcome { return s.outcomes }
+
+// Cancel cancels the job admitted under key and reports whether one was found.
+// A queued job is removed and never runs; a running job's context is
+// cancelled. Either way its OutcomeCancelled is delivered at once (without
+// waiting for the work to return) and the key is free immediately. A running
+// job keeps its concurrency slot until its function actually returns (Go
+// cannot kill a goroutine), so capacity is never over-admitted; its late
+// return is discarded. Cancel never blocks on delivery: it is safe to call
+// from the goroutine that reads Outcomes.
+func (s *Submitter) Cancel(key string) bool {
+	if key == "" {
+		return false
+	}
+	e := s.e
+	e.mu.Lock()
+	j := s.keys[key]
+	if j == nil {
+		e.mu.Unlock()
+		return false
+	}
+	e.stopLocked(j)
+	e.mu.Unlock()
+	s.deliver(Outcome{Ref: j.ref, Key: j.key, Kind: OutcomeCancelled})
+	return true
+}
+
+// Close cancels all of this submitter's jobs (queued ones are dropped, running
+// ones' contexts are cancelled) and delivers nothing more for them: once Close
+// returns, nothing can be received from Outcomes any more (outcomes still in
+// the channel's buffer are discarded too). Running functions keep their slots
+// until they return. Submit then fails with ErrSubmitterClosed. Idempotent;
+// safe to call from the goroutine that reads Outcomes.
+func (s *Submitter) Close() {
+	e := s.e
+	e.mu.Lock()
+	if !s.closed {
+		e.closeSubmitterLocked(s)
+	}
+	e.mu.Unlock()
+	s.silence()
+}
+
+// jobState is where a job is in its life; it decides who owns its outcome.
+type jobState uint8
+
+const (
+	jobQueued    jobState = iota + 1 // in e.queue; no slot, no deadline yet
+	jobRunning                       // holds a slot; outcome undecided
+	jobAbandoned                     // holds a slot; outcome already decided (cancelled, timed out, closed)
+	jobFinished                      // holds nothing: returned, or removed from the queue
+)
+
+// job is the record of one admitted piece of work.
+type job struct {
+	// Set before the job is published under e.mu; read-only after.
+	ref     ExecutionRef
+	key     string
+	sub     *Submitter
+	work    func(context.Context) any
+	timeout time.Duration // negative means no deadline
+
+	ctx jobContext // what work receives; its deadline is set under e.mu when the job starts
+
+	deadlineIndex int // position in e.deadlines, -1 when not there; guarded by e.mu
+
+	state jobState      // guarded by e.mu
+	links [2]jobLinkage // queue and active-set links; guarded by e.mu
+}
+
+// admitLocked applies the admission rules to j and, when admitted, registers
+// it and either starts it (startNow; the caller must spawn its worker) or
+// queues it.
+func (e *Executor) admitLocked(j *job) (startNow bool, err error) {
+	s := j.sub
+	switch {
+	case e.closed:
+		return false, ErrExecutorClosed
+	case s.closed:
+		return false, ErrSubmitterClosed
+	case j.key != "" && s.keys[j.key] != nil:
+		return false, ErrDuplicateKey
+	}
+	startNow = e.running < e.maxConcurrency
+	if !startNow && e.queue.len >= e.maxQueue {
+		return false, ErrOverloaded
+	}
+	e.lastRef++
+	j.ref = e.lastRef
+	if j.key != "" {
+		s.keys[j.key] = j
+	}
+	s.active.pushBack(j)
+	if startNow {
+		e.running++
+		e.startLocked(j)
+	} else {
+		j.state = jobQueued
+		e.queue.pushBack(j)
+	}
+	return startNow, nil
+}
+
+// startLocked moves j to running; the caller has given it a slot. Its
+// deadline is set here, so it counts from the start.
+func (e *Executor) startLocked(j *job) {
+	j.state = jobRunning
+	if j.timeout >= 0 {
+		j.ctx.deadline = time.Now().Add(j.timeout)
+		heap.Push(&e.deadlines, j)
+		e.armLocked(j.ctx.deadline)
+	}
+}
+
+// armLocked makes sure the deadline timer fires no later than at. The timer
+// is deliberately not re-armed later when a job leaves the heap: firing
+// early costs one wake-up that finds nothing due, where re-arming would cost
+// a timer update per job.
+func (e *Executor) armLocked(at time.Time) {
+	if !e.timerAt.IsZero() && !at.Before(e.timerAt) {
+		return
+	}
+	e.timerAt = at
+	if e.deadlineTimer == nil {
+		e.deadlineTimer = time.AfterFunc(time.Until(at), e.expireDue)
+	} else {
+		e.deadlineTimer.Reset(time.Until(at))
+	}
+}
+
+// expireDue runs on the deadline timer's goroutine. Every running job whose
+// deadline has passed is timed out: its context is cancelled with
+// context.DeadlineExceeded and OutcomeTimedOut is delivered, without waiting
+// for the work to return. Deciding and cancelling under one lock means that
+// work which saw its deadline is always timed out. Then the timer is armed
+// for the next deadline.
+func (e *Executor) expireDue() {
+	e.mu.Lock()
+	e.timerAt = time.Time{}
+	now := time.Now()
+	var expired []*job
+	for len(e.deadlines) > 0 && !e.deadlines[0].ctx.deadline.After(now) {
+		j := e.deadlines[0]
+		e.abandonLocked(j)
+		j.ctx.cancel(context.DeadlineExceeded)
+		expired = append(expired, j)
+	}
+	if len(e.deadlines) > 0 {
+		e.armLocked(e.deadlines[0].ctx.deadline)
+	}
+	e.mu.Unlock()
+	for _, j := range expired {
+		j.sub.deliver(Outcome{Ref: j.ref, Key: j.key, Kind: OutcomeTimedOut})
+	}
+}
+
+// stopLocked ends j's claim to an outcome because it was cancelled or its
+// submitter closed: a queued job leaves the queue and never runs; a running
+// job's context is cancelled and its slot stays held until it returns.
+func (e *Executor) stopLocked(j *job) {
+	if j.state == jobQueued {
+		e.queue.remove(j)
+		e.forgetLocked(j)
+		j.state = jobFinished
+		return
+	}
+	e.abandonLocked(j)
+	j.ctx.cancel(context.Canceled)
+}
+
+// abandonLocked decides a running job's outcome ahead of its return: the key
+// is freed and the late return will be discarded. The slot stays held.
+func (e *Executor) abandonLocked(j *job) {
+	e.forgetLocked(j)
+	j.state = jobAbandoned
+}
+
+// forgetLocked removes j from its submitter's key map and active set and
+// from the deadline heap: its outcome is decided.
+func (e *Executor) forgetLocked(j *job) {
+	if j.deadlineIndex >= 0 {
+		heap.Remove(&e.deadlines, j.deadlineIndex)
+	}
+	s := j.sub
+	if j.key != "" {
+		delete(s.keys, j.key)
+	}
+	s.active.remove(j)
+}
+
+// closeSubmitterLocked stops every job of s, discards its undelivered
+// outcomes and marks it closed. The caller must then call s.silence after
+// releasing e.mu.
+func (e *Executor) closeSubmitterLocked(s *Submitter) {
+	for j := s.active.head; j != nil; {
+		next := j.links[activeLinks].next
+		e.stopLocked(j)
+		j = next
+	}
+	s.closed = true
+	s.mailbox = outcomeQueue{}
+	close(s.closing)
+	delete(e.submitters, s)
+}
+
+// work is a worker goroutine: it runs j and then every job the queue hands
+// it, and exits when a job returns and the queue is empty.
+func (e *Executor) work(j *job) {
+	defer e.goroutines.Done()
+	for j != nil {
+		j = e.runJob(j)
+	}
+}
+
+// runJob calls j's work function, recovering a panic, settles j and returns
+// the next job for this goroutine (nil if none). If the work calls
+// runtime.Goexit this goroutine cannot continue, so the next job gets a fresh
+// worker.
+func (e *Executor) runJob(j *job) (next *job) {
+	returned := false
+	defer func() {
+		if returned {
+			return
+		}
+		cause := recover()
+		goexit := cause == nil
+		if goexit {
+			cause = errWorkGoexit
+		}
+		next = e.finish(j, OutcomeFailed, nil, cause)
+		if goexit && next != nil {
+			e.goroutines.Add(1)
+			go e.work(next)
+		}
+	}()
+	value := j.work(&j.ctx)
+	returned = true
+	return e.finish(j, OutcomeCompleted, value, nil)
+}
+
+// finish records that j's function returned: it decides the outcome if no
+// one else has, hands j's slot to the next queued job (returned, already
+// started) or frees it, and delivers the outcome without blocking.
+func (e *Executor) finish(j *job, kind OutcomeKind, value, panicValue any) (next *job) {
+	e.mu.Lock()
+	owned := j.state == jobRunning
+	if owned {
+		e.forgetLocked(j)
+	}
+	j.state = jobFinished
+	if next = e.queue.popFront(); next != nil {
+		e.startLocked(next) // the slot passes to next
+	} else {
+		e.running--
+	}
+	e.mu.Unlock()
+	// As net/http does when a handler returns: whatever the work left
+	// watching its context is released.
+	j.ctx.cancel(context.Canceled)
+	if owned {
+		j.sub.deliver(Outcome{Ref: j.ref, Key: j.key, Kind: kind, Value: value, Panic: panicValue})
+	}
+	return next
+}
+
+// deliver hands o to the submitter's reader without ever blocking: into the
+// channel if it has room, otherwise through the mailbox and its pump. Called
+// without e.mu held. On a closed submitter o is dropped.
+func (s *Submitter) deliver(o Outcome) {
+	if s.offer(o) {
+		return
+	}
+	e := s.e
+	e.mu.Lock()
+	if s.closed {
+		e.mu.Unlock()
+		return
+	}
+	s.mailbox.push(o)
+	startPump := !s.pumping
+	if startPump {
+		s.pumping = true
+		e.goroutines.Add(1)
+	}
+	e.mu.Unlock()
+	if startPump {
+		go s.pump()
+	}
+}
+
+// offer sends o if the channel can take it right now. It reports whether o
+// needs no further handling: sent, or dropped because the submitter is closing.
+func (s *Submitter) offer(o Outcome) bool {
+	s.sendGate.RLock()
+	defer s.sendGate.RUnlock()
+	select {
+	case <-s.closing:
+		return true
+	default:
+	}
+	select {
+	case s.outcomes <- o:
+		return true
+	default:
+		return false
+	}
+}
+
+// pump drains the mailbox into the Outcomes channel, blocking on the reader,
+// and exits when the mailbox is empty or the submitter closes.
+func (s *Submitter) pump() {
+	defer s.e.goroutines.Done()
+	for {
+		o, ok := s.takeMail()
+		if !ok || !s.sendOrClose(o) {
+			return
+		}
+	}
+}
+
+// takeMail pops the oldest mailbox outcome; when there is none (or the
+// submitter closed) it marks the pump stopped and reports false.
+func (s *Submitter) takeMail() (Outcome, bool) {
+	s.e.mu.Lock()
+	defer s.e.mu.Unlock()
+	if !s.closed {
+		if o, ok := s.mailbox.pop(); ok {
+			return o, true
+		}
+	}
+	s.pumping = false
+	return Outcome{}, false
+}
+
+// sendOrClose blocks until the reader takes o (true) or the submitter closes
+// (false).
+func (s *Submitter) sendOrClose(o Outcome) bool {
+	s.sendGate.RLock()
+	defer s.sendGate.RUnlock()
+	select {
+	case <-s.closing:
+		return false
+	default:
+	}
+	select {
+	case s.outcomes <- o:
+		return true
+	case <-s.closing:
+		return false
+	}
+}
+
+// silence finishes closing s: it waits until no send on s.outcomes is in
+// progress (none can start, as s.closing is closed) and then discards what
+// the channel still buffers, so nothing can be received from it afterwards.
+func (s *Submitter) silence() {
+	s.sendGate.Lock()
+	s.sendGate.Unlock() // the empty critical section is the point: it waits out the shared holders
+	for {
+		select {
+		case <-s.outcomes:
+		default:
+			return
+		}
+	}
+}
+
+// jobContext is the context.Context a job's work receives. It lives inside
+// the job record, so a job allocates no context. Only the executor cancels
+// it (Cancel, the deadline, Close, the work's return); at the deadline the
+// executor's deadline timer decides the outcome and cancels the context
+// under e.mu, so the two always agree. It carries no values. It implements
+// the AfterFunc method the context package looks for in a parent, so
+// contexts derived from it need no goroutine to watch it.
+type jobContext struct {
+	deadline time.Time // zero without a deadline; set before the work starts, read-only after
+
+	mu         sync.Mutex
+	done       chan struct{}        // made by the first Done call; closed by cancel
+	err        error                // nil until cancelled
+	afterFuncs map[*func()]struct{} // registered by AfterFunc; run and dropped by cancel
+}
+
+// Deadline reports when the job times out; ok is false without a deadline.
+func (c *jobContext) Deadline() (deadline time.Time, ok bool) {
+	return c.deadline, !c.deadline.IsZero()
+}
+
+// Done returns a channel closed when the context is cancelled.
+func (c *jobContext) Done() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.done == nil {
+		c.done = make(chan struct{})
+		if c.err != nil {
+			close(c.done)
+		}
+	}
+	return c.done
+}
+
+// Err returns nil until the context is cancelled, then context.Canceled or
+// context.DeadlineExceeded.
+func (c *jobContext) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// Value returns nil: a job's context carries no values.
+func (c *jobContext) Value(any) any { return nil }
+
+// String names the context in diagnostics, as the context package's own do.
+func (c *jobContext) String() string { return "executor job context" }
+
+// AfterFunc arranges for f to run in its own goroutine once the context is
+// cancelled (at once if it already is); stop reports whether it prevented
+// that. The context package uses it to propagate cancellation to derived
+// contexts.
+func (c *jobContext) AfterFunc(f func()) (stop func() bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		go f()
+		return func() bool { return false }
+	}
+	if c.afterFuncs == nil {
+		c.afterFuncs = make(map[*func()]struct{})
+	}
+	key := &f
+	c.afterFuncs[key] = struct{}{}
+	return func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		_, pending := c.afterFuncs[key]
+		delete(c.afterFuncs, key)
+		return pending
+	}
+}
+
+// cancel cancels the context with err (context.Canceled or
+// context.DeadlineExceeded) unless it already is. It runs no caller code on
+// this goroutine, so it is safe under e.mu.
+func (c *jobContext) cancel(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return
+	}
+	c.err = err
+	if c.done != nil {
+		close(c.done)
+	}
+	for f := range c.afterFuncs {
+		go (*f)()
+	}
+	c.afterFuncs = nil
+}
+
+// deadlineHeap orders running jobs by deadline for container/heap, keeping
+// each job's deadlineIndex current so it can be removed when it finishes.
+type deadlineHeap []*job
+
+func (h deadlineHeap) Len() int           { return len(h) }
+func (h deadlineHeap) Less(a, b int) bool { return h[a].ctx.deadline.Before(h[b].ctx.deadline) }
+
+func (h deadlineHeap) Swap(a, b int) {
+	h[a], h[b] = h[b], h[a]
+	h[a].deadlineIndex, h[b].deadlineIndex = a, b
+}
+
+func (h *deadlineHeap) Push(x any) {
+	j := x.(*job)
+	j.deadlineIndex = len(*h)
+	*h = append(*h, j)
+}
+
+func (h *deadlineHeap) Pop() any {
+	old := *h
+	j := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	j.deadlineIndex = -1
+	return j
+}
+
+// jobLinkage is one pair of intrusive list links in a job.
+type jobLinkage struct{ prev, next *job }
+
+// Which of a job's links a jobList uses.
+const (
+	queueLinks  = 0 // Executor.queue
+	activeLinks = 1 // Submitter.active
+)
+
+// jobList is an intrusive doubly linked list of jobs through job.links[links],
+// so adding and removing a job allocates nothing.
+type jobList struct {
+	head, tail *job
+	len        int
+	links      int // queueLinks or activeLinks
+}
+
+func (l *jobList) pushBack(j *job) {
+	j.links[l.links] = jobLinkage{prev: l.tail}
+	if l.tail == nil {
+		l.head = j
+	} else {
+		l.tail.links[l.links].next = j
+	}
+	l.tail = j
+	l.len++
+}
+
+// popFront removes and returns the oldest job, or nil if the list is empty.
+func (l *jobList) popFront() *job {
+	j := l.head
+	if j != nil {
+		l.remove(j)
+	}
+	return j
+}
+
+// remove unlinks j, which must be in l.
+func (l *jobList) remove(j *job) {
+	link := &j.links[l.links]
+	if link.prev == nil {
+		l.head = link.next
+	} else {
+		link.prev.links[l.links].next = link.next
+	}
+	if link.next == nil {
+		l.tail = link.prev
+	} else {
+		link.next.links[l.links].prev = link.prev
+	}
+	*link = jobLinkage{}
+	l.len--
+}
+
+// outcomeQueue is an unbounded FIFO of outcomes that reuses its backing array.
+type outcomeQueue struct {
+	items []Outcome
+	head  int // items[:head] are consumed
+}
+
+func (q *outcomeQueue) push(o Outcome) {
+	if q.head > 0 && len(q.items) == cap(q.items) {
+		// Reclaim the consumed front before growing.
+		n := copy(q.items, q.items[q.head:])
+		clear(q.items[n:])
+		q.items, q.head = q.items[:n], 0
+	}
+	q.items = append(q.items, o)
+}
+
+// pop removes and returns the oldest outcome; ok is false when q is empty.
+func (q *outcomeQueue) pop() (o Outcome, ok bool) {
+	if q.head == len(q.items) {
+		return Outcome{}, false
+	}
+	o = q.items[q.head]
+	q.items[q.head] = Outcome{} // drop references for the garbage collector
+	q.head++
+	if q.head == len(q.items) {
+		q.items, q.head = q.items[:0], 0
+	}
+	return o, true
+}

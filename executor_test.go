@@ -1,0 +1,967 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// failAfter bounds every wait in these tests; it only turns a hang into a
+// failure and never orders events. Inside a synctest bubble it is fake time,
+// so every deadline there must be shorter.
+const failAfter = 10 * time.Second
+
+func newTestExecutor(t *testing.T, opts ExecutorOptions) *Executor {
+	t.Helper()
+	e, err := NewExecutor(opts)
+	if err != nil {
+		t.Fatalf("NewExecutor(%+v): %v", opts, err)
+	}
+	t.Cleanup(e.Close)
+	return e
+}
+
+func mustSubmit(t *testing.T, s *Submitter, key string, timeout time.Duration, work func(context.Context) any) ExecutionRef {
+	t.Helper()
+	ref, err := s.Submit(key, timeout, work)
+	if err != nil {
+		t.Fatalf("Submit(%q): %v", key, err)
+	}
+	return ref
+}
+
+// receive returns the submitter's next outcome.
+func receive(t *testing.T, s *Submitter) Outcome {
+	t.Helper()
+	select {
+	case o := <-s.Outcomes():
+		return o
+	case <-time.After(failAfter):
+		t.Fatal("no outcome arrived")
+		return Outcome{}
+	}
+}
+
+// expectOutcome receives the next outcome and checks its identity and kind.
+func expectOutcome(t *testing.T, s *Submitter, ref ExecutionRef, key string, kind OutcomeKind) Outcome {
+	t.Helper()
+	o := receive(t, s)
+	if o.Ref != ref || o.Key != key || o.Kind != kind {
+		t.Fatalf("outcome = {Ref:%d Key:%q Kind:%v}, want {Ref:%d Key:%q Kind:%v}", o.Ref, o.Key, o.Kind, ref, key, kind)
+	}
+	return o
+}
+
+// expectNoOutcome fails if an outcome can be received right now.
+func expectNoOutcome(t *testing.T, s *Submitter) {
+	t.Helper()
+	select {
+	case o := <-s.Outcomes():
+		t.Fatalf("unexpected outcome %+v", o)
+	default:
+	}
+}
+
+func waitClosed(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(failAfter):
+		t.Fatalf("%s did not happen", what)
+	}
+}
+
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// waitForGoroutines waits until every worker and pump goroutine of e has exited.
+func waitForGoroutines(t *testing.T, e *Executor) {
+	t.Helper()
+	exited := make(chan struct{})
+	go func() {
+		e.goroutines.Wait()
+		close(exited)
+	}()
+	waitClosed(t, exited, "the executor's goroutines' exit")
+}
+
+func expectStats(t *testing.T, e *Executor, running, queued int) {
+	t.Helper()
+	if st := e.Stats(); st.Running != running || st.Queued != queued {
+		t.Fatalf("Stats() = %+v, want Running %d, Queued %d", st, running, queued)
+	}
+}
+
+// fakeWork is a controllable work function for one job. It closes started
+// when it begins, records its context, and returns only when released (or,
+// for honouring ctx, when its context is done).
+type fakeWork struct {
+	started  chan struct{}
+	release  chan struct{}
+	returned chan struct{}
+	result   any
+	ctx      context.Context // written before started is closed
+	ctxErr   error           // written before returned is closed
+}
+
+func newFakeWork(result any) *fakeWork {
+	return &fakeWork{
+		started:  make(chan struct{}),
+		release:  make(chan struct{}),
+		returned: make(chan struct{}),
+		result:   result,
+	}
+}
+
+// ignoringCtx blocks until release, whatever happens to its context.
+func (w *fakeWork) ignoringCtx(ctx context.Context) any {
+	w.ctx = ctx
+	close(w.started)
+	<-w.release
+	w.ctxErr = ctx.Err()
+	close(w.returned)
+	return w.result
+}
+
+// honouringCtx blocks until its context is done.
+func (w *fakeWork) honouringCtx(ctx context.Context) any {
+	w.ctx = ctx
+	close(w.started)
+	<-ctx.Done()
+	w.ctxErr = ctx.Err()
+	close(w.returned)
+	return w.result
+}
+
+func returning(v any) func(context.Context) any {
+	return func(context.Context) any { return v }
+}
+
+func TestNewExecutorValidatesOptions(t *testing.T) {
+	tests := []struct {
+		name        string
+		opts        ExecutorOptions
+		wantErr     bool
+		wantStats   ExecutorStats
+		wantTimeout time.Duration
+	}{
+		{"zero means defaults", ExecutorOptions{}, false, ExecutorStats{MaxConcurrency: 32, MaxQueue: 256}, 30 * time.Second},
+		{"explicit values", ExecutorOptions{MaxConcurrency: 4, MaxQueue: 7, Timeout: time.Second}, false, ExecutorStats{MaxConcurrency: 4, MaxQueue: 7}, time.Second},
+		{"negative queue means none", ExecutorOptions{MaxConcurrency: 1, MaxQueue: -1}, false, ExecutorStats{MaxConcurrency: 1, MaxQueue: 0}, 30 * time.Second},
+		{"negative timeout means none", ExecutorOptions{Timeout: -1}, false, ExecutorStats{MaxConcurrency: 32, MaxQueue: 256}, -1},
+		{"negative concurrency", ExecutorOptions{MaxConcurrency: -1}, true, ExecutorStats{}, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e, err := NewExecutor(tc.opts)
+			if tc.wantErr {
+				if err == nil || e != nil {
+					t.Fatalf("NewExecutor(%+v) = %v, %v; want nil and an error", tc.opts, e, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("NewExecutor(%+v): %v", tc.opts, err)
+			}
+			defer e.Close()
+			if got := e.Stats(); got != tc.wantStats {
+				t.Errorf("Stats() = %+v, want %+v", got, tc.wantStats)
+			}
+			if e.timeout != tc.wantTimeout {
+				t.Errorf("default timeout = %v, want %v", e.timeout, tc.wantTimeout)
+			}
+		})
+	}
+}
+
+func TestOutcomeKindString(t *testing.T) {
+	tests := []struct {
+		kind OutcomeKind
+		want string
+	}{
+		{OutcomeCompleted, "completed"},
+		{OutcomeCancelled, "cancelled"},
+		{OutcomeTimedOut, "timedOut"},
+		{OutcomeFailed, "failed"},
+		{0, "OutcomeKind(0)"},
+	}
+	for _, tc := range tests {
+		if got := tc.kind.String(); got != tc.want {
+			t.Errorf("OutcomeKind(%d).String() = %q, want %q", uint8(tc.kind), got, tc.want)
+		}
+	}
+}
+
+func TestQueuedJobsRunInFIFOOrder(t *testing.T) {
+	e := newTestExecutor(t, ExecutorOptions{MaxConcurrency: 1, MaxQueue: 10})
+	s := e.NewSubmitter()
+	blocker := newFakeWork("blocker")
+	blockerRef := mustSubmit(t, s, "blocker", 0, blocker.ignoringCtx)
+	waitClosed(t, blocker.started, "blocker start")
+
+	const queued = 5
+	order := make(chan int, queued)
+	refs := make([]ExecutionRef, queued)
+	for i := range queued {
+		refs[i] = mustSubmit(t, s, fmt.Sprint("q", i), 0, func(context.Context) any {
+			order <- i
+			return i
+		})
+	}
+	expectStats(t, e, 1, queued)
+	close(blocker.release)
+
+	outcomes := map[ExecutionRef]Outcome{}
+	for range queued + 1 {
+		o := receive(t, s)
+		outcomes[o.Ref] = o
+	}
+	if o := outcomes[blockerRef]; o.Kind != OutcomeCompleted || o.Value != "blocker" {
+		t.Errorf("blocker's outcome = %+v", o)
+	}
+	for i, ref := range refs {
+		if o := outcomes[ref]; o.Kind != OutcomeCompleted || o.Value != i {
+			t.Errorf("job %d's outcome = %+v", i, o)
+		}
+		if got := <-order; got != i {
+			t.Errorf("job %d ran in position %d", got, i)
+		}
+	}
+}
+
+func TestSubmitRefusesWhenRunningAndQueueAreFull(t *testing.T) {
+	tests := []struct {
+		name     string
+		maxQueue int
+		admitted int // jobs admitted before ErrOverloaded
+	}{
+		{"no queue", -1, 1},
+		{"queue of two", 2, 3},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newTestExecutor(t, ExecutorOptions{MaxConcurrency: 1, MaxQueue: tc.maxQueue})
+			s := e.NewSubmitter()
+			blocker := newFakeWork(nil)
+			mustSubmit(t, s, "", 0, blocker.ignoringCtx)
+			for range tc.admitted - 1 {
+				mustSubmit(t, s, "", 0, returning(nil))
+			}
+			if _, err := s.Submit("", 0, returning(nil)); !errors.Is(err, ErrOverloaded) {
+				t.Fatalf("Submit over capacity: err = %v, want ErrOverloaded", err)
+			}
+			expectStats(t, e, 1, tc.admitted-1)
+
+			close(blocker.release)
+			for range tc.admitted {
+				receive(t, s)
+			}
+			expectStats(t, e, 0, 0)
+			mustSubmit(t, s, "", 0, returning(nil))
+			receive(t, s)
+		})
+	}
+}
+
+func TestSubmitRefusesDuplicateKey(t *testing.T) {
+	e := newTestExecutor(t, ExecutorOptions{MaxConcurrency: 1})
+	s := e.NewSubmitter()
+	blocker := newFakeWork(nil)
+	mustSubmit(t, s, "running", 0, blocker.ignoringCtx)
+	mustSubmit(t, s, "queued", 0, returning(nil))
+	for _, key := range []string{"running", "queued"} {
+		if _, err := s.Submit(key, 0, returning(nil)); !errors.Is(err, ErrDuplicateKey) {
+			t.Errorf("Submit(%q) again: err = %v, want ErrDuplicateKey", key, err)
+		}
+	}
+	// Unkeyed jobs are never duplicates.
+	mustSubmit(t, s, "", 0, returning(nil))
+	mustSubmit(t, s, "", 0, returning(nil))
+	expectStats(t, e, 1, 3)
+	close(blocker.release)
+	for range 4 {
+		receive(t, s)
+	}
+}
+
+func TestKeyIsFreeRightAfterCancelAndAfterItsOutcome(t *testing.T) {
+	e := newTestExecutor(t, ExecutorOptions{MaxConcurrency: 2})
+	s := e.NewSubmitter()
+	first := newFakeWork(nil)
+	firstRef := mustSubmit(t, s, "k", 0, first.ignoringCtx)
+	waitClosed(t, first.started, "first start")
+
+	if !s.Cancel("k") {
+		t.Fatal("Cancel(k) found no job")
+	}
+	second := newFakeWork("second")
+	secondRef := mustSubmit(t, s, "k", 0, second.ignoringCtx) // admitted before the cancelled work returned
+	expectOutcome(t, s, firstRef, "k", OutcomeCancelled)
+
+	close(second.release)
+	expectOutcome(t, s, secondRef, "k", OutcomeCompleted)
+	if s.Cancel("k") {
+		t.Error("Cancel(k) after its outcome found a job")
+	}
+	thirdRef := mustSubmit(t, s, "k", 0, returning("third"))
+	expectOutcome(t, s, thirdRef, "k", OutcomeCompleted)
+	close(first.release)
+}
+
+func TestCancelQueuedJobDeliversAtOnceAndNeverRunsIt(t *testing.T) {
+	e := newTestExecutor(t, ExecutorOptions{MaxConcurrency: 1})
+	s := e.NewSubmitter()
+	blocker := newFakeWork(nil)
+	blockerRef := mustSubmit(t, s, "blocker", 0, blocker.ignoringCtx)
+	waitClosed(t, blocker.started, "blocker start")
+	ran := make(chan struct{})
+	queuedRef := mustSubmit(t, s, "queued", 0, func(context.Context) any { close(ran); return nil })
+	// The job after the cancelled one shows where the cancelled one would have run.
+	afterRef := mustSubmit(t, s, "after", 0, returning(nil))
+
+	if !s.Cancel("queued") {
+		t.Fatal("Cancel(queued) found no job")
+	}
+	expectOutcome(t, s, queuedRef, "queued", OutcomeCancelled)
+	expectStats(t, e, 1, 1)
+
+	close(blocker.release)
+	expectOutcome(t, s, blockerRef, "blocker", OutcomeCompleted)
+	expectOutcome(t, s, afterRef, "after", OutcomeCompleted)
+	if isClosed(ran) {
+		t.Error("the cancelled queued job ran")
+	}
+}
+
+func TestCancelRunningJobDeliversAtOnceButHoldsItsSlot(t *testing.T) {
+	e := newTestExecutor(t, ExecutorOptions{MaxConcurrency: 1})
+	s := e.NewSubmitter()
+	old := newFakeWork("late result")
+	oldRef := mustSubmit(t, s, "old", 0, old.ignoringCtx)
+	waitClosed(t, old.started, "old start")
+
+	if !s.Cancel("old") {
+		t.Fatal("Cancel(old) found no job")
+	}
+	expectOutcome(t, s, oldRef, "old", OutcomeCancelled)
+	if err := old.ctx.Err(); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled job's ctx.Err() = %v, want context.Canceled", err)
+	}
+
+	next := newFakeWork("next")
+	nextRef := mustSubmit(t, s, "next", 0, next.ignoringCtx)
+	expectStats(t, e, 1, 1)
+	if isClosed(next.started) {
+		t.Fatal("a new job started while the cancelled function still held the only slot")
+	}
+
+	close(old.release)
+	waitClosed(t, next.started, "next start after the cancelled function returned")
+	close(next.release)
+	o := expectOutcome(t, s, nextRef, "next", OutcomeCompleted)
+	if o.Value != "next" {
+		t.Errorf("next returned %v", o.Value)
+	}
+	// The cancelled job's late return was settled before next started.
+	expectNoOutcome(t, s)
+	if s.Cancel("old") {
+		t.Error("Cancel(old) found the job twice")
+	}
+}
+
+func TestDeadlineStartsWhenTheJobStartsNotWhenQueued(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, err := NewExecutor(ExecutorOptions{MaxConcurrency: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Close()
+		s := e.NewSubmitter()
+		t0 := time.Now()
+
+		first := newFakeWork(nil)
+		firstRef := mustSubmit(t, s, "first", 100*time.Millisecond, first.honouringCtx)
+		// second waits 100ms in the queue, five times its own timeout.
+		second := newFakeWork(nil)
+		secondRef := mustSubmit(t, s, "second", 20*time.Millisecond, second.honouringCtx)
+
+		expectOutcome(t, s, firstRef, "first", OutcomeTimedOut)
+		waitClosed(t, second.started, "second start")
+		startedAt := time.Since(t0)
+		if startedAt != 100*time.Millisecond {
+			t.Errorf("second started after %v, want 100ms", startedAt)
+		}
+		deadline, ok := second.ctx.Deadline()
+		if !ok || deadline.Sub(t0) != 120*time.Millisecond {
+			t.Errorf("second's deadline = %v (set %v), want 120ms after submission", deadline.Sub(t0), ok)
+		}
+
+		expectOutcome(t, s, secondRef, "second", OutcomeTimedOut)
+		if got := time.Since(t0); got != 120*time.Millisecond {
+			t.Errorf("second timed out after %v, want 120ms", got)
+		}
+		waitClosed(t, second.returned, "second return")
+		if !errors.Is(second.ctxErr, context.DeadlineExceeded) {
+			t.Errorf("second's ctx.Err() = %v, want context.DeadlineExceeded", second.ctxErr)
+		}
+	})
+}
+
+func TestTimeoutOfJobIgnoringItsContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, err := NewExecutor(ExecutorOptions{MaxConcurrency: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Close()
+		s := e.NewSubmitter()
+		t0 := time.Now()
+		stuck := newFakeWork("late")
+		stuckRef := mustSubmit(t, s, "k", 20*time.Millisecond, stuck.ignoringCtx)
+		waitClosed(t, stuck.started, "start")
+
+		expectOutcome(t, s, stuckRef, "k", OutcomeTimedOut)
+		if got := time.Since(t0); got != 20*time.Millisecond {
+			t.Errorf("timed out after %v, want 20ms", got)
+		}
+		if isClosed(stuck.returned) {
+			t.Fatal("the outcome waited for the function to return")
+		}
+		if err := stuck.ctx.Err(); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("ctx.Err() = %v, want context.DeadlineExceeded", err)
+		}
+
+		// The key is free at once; the slot stays held until the function returns.
+		next := newFakeWork("next")
+		nextRef := mustSubmit(t, s, "k", -1, next.ignoringCtx)
+		expectStats(t, e, 1, 1)
+		close(stuck.release)
+		waitClosed(t, next.started, "next start")
+		close(next.release)
+		expectOutcome(t, s, nextRef, "k", OutcomeCompleted)
+		expectNoOutcome(t, s)
+	})
+}
+
+func TestEachJobTimesOutAtItsOwnDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, err := NewExecutor(ExecutorOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Close()
+		s := e.NewSubmitter()
+		t0 := time.Now()
+		expectTimedOutAt := func(ref ExecutionRef, key string, at time.Duration) {
+			t.Helper()
+			expectOutcome(t, s, ref, key, OutcomeTimedOut)
+			if got := time.Since(t0); got != at {
+				t.Errorf("%s timed out after %v, want %v", key, got, at)
+			}
+		}
+		long := mustSubmit(t, s, "long", 100*time.Millisecond, (newFakeWork(nil)).honouringCtx)
+		// Submitted later with an earlier deadline.
+		short := mustSubmit(t, s, "short", 10*time.Millisecond, (newFakeWork(nil)).honouringCtx)
+		expectTimedOutAt(short, "short", 10*time.Millisecond)
+
+		// A job that finishes before its deadline leaves the others' deadlines as they were.
+		quick := newFakeWork("quick")
+		quickRef := mustSubmit(t, s, "quick", 20*time.Millisecond, quick.ignoringCtx)
+		close(quick.release)
+		expectOutcome(t, s, quickRef, "quick", OutcomeCompleted)
+		expectTimedOutAt(long, "long", 100*time.Millisecond)
+
+		// Jobs with the same deadline time out together.
+		a := mustSubmit(t, s, "a", 50*time.Millisecond, (newFakeWork(nil)).honouringCtx)
+		b := mustSubmit(t, s, "b", 50*time.Millisecond, (newFakeWork(nil)).honouringCtx)
+		got := map[ExecutionRef]OutcomeKind{}
+		for range 2 {
+			o := receive(t, s)
+			got[o.Ref] = o.Kind
+		}
+		if got[a] != OutcomeTimedOut || got[b] != OutcomeTimedOut || time.Since(t0) != 150*time.Millisecond {
+			t.Errorf("after %v: outcomes %v, want both timed out after 150ms", time.Since(t0), got)
+		}
+	})
+}
+
+func TestWorkReturningAtItsDeadlineIsTimedOut(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, err := NewExecutor(ExecutorOptions{MaxConcurrency: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Close()
+		s := e.NewSubmitter()
+		// Each function returns as soon as its deadline cancels its context,
+		// racing the executor's own deadline timer; the outcome must not
+		// depend on which wins.
+		const jobs = 100
+		for range jobs {
+			mustSubmit(t, s, "", 10*time.Millisecond, func(ctx context.Context) any {
+				<-ctx.Done()
+				return "returned at the deadline"
+			})
+		}
+		for range jobs {
+			if o := receive(t, s); o.Kind != OutcomeTimedOut || o.Value != nil {
+				t.Fatalf("outcome %v with value %v, want timedOut without a value", o.Kind, o.Value)
+			}
+		}
+	})
+}
+
+func TestJobContextCancelsContextsDerivedFromIt(t *testing.T) {
+	tests := []struct {
+		name    string
+		timeout time.Duration
+		end     func(s *Submitter, w *fakeWork) // ends the job while its work runs
+		wantErr error
+	}{
+		{"Cancel", -1, func(s *Submitter, _ *fakeWork) { s.Cancel("k") }, context.Canceled},
+		{"deadline", 10 * time.Millisecond, func(*Submitter, *fakeWork) {}, context.DeadlineExceeded},
+		{"Close", -1, func(s *Submitter, _ *fakeWork) { s.Close() }, context.Canceled},
+		{"return", -1, func(_ *Submitter, w *fakeWork) { close(w.release) }, context.Canceled},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e, err := NewExecutor(ExecutorOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer e.Close()
+				s := e.NewSubmitter()
+				w := newFakeWork(nil)
+				mustSubmit(t, s, "k", tc.timeout, w.ignoringCtx)
+				waitClosed(t, w.started, "start")
+				child, cancelChild := context.WithCancel(w.ctx)
+				defer cancelChild()
+				afterFuncRan := make(chan struct{})
+				context.AfterFunc(w.ctx, func() { close(afterFuncRan) })
+				stoppedRan := make(chan struct{})
+				stop := context.AfterFunc(w.ctx, func() { close(stoppedRan) })
+				if !stop() || stop() {
+					t.Error("stop() before cancellation: want true once, then false")
+				}
+				if child.Err() != nil || w.ctx.Value("any") != nil {
+					t.Fatalf("before the end: child.Err() = %v, Value = %v", child.Err(), w.ctx.Value("any"))
+				}
+
+				tc.end(s, w)
+				waitClosed(t, child.Done(), "the derived context's cancellation")
+				waitClosed(t, afterFuncRan, "the AfterFunc call")
+				synctest.Wait()
+				if isClosed(stoppedRan) {
+					t.Error("a stopped AfterFunc ran")
+				}
+				for name, ctx := range map[string]context.Context{"job": w.ctx, "derived": child} {
+					if err := ctx.Err(); err != tc.wantErr {
+						t.Errorf("%s context's Err() = %v, want %v", name, err, tc.wantErr)
+					}
+				}
+				if !isClosed(w.ctx.Done()) {
+					t.Error("Done() called after cancellation is not closed")
+				}
+				lateRan := make(chan struct{})
+				if context.AfterFunc(w.ctx, func() { close(lateRan) })() {
+					t.Error("stop() after cancellation returned true")
+				}
+				waitClosed(t, lateRan, "an AfterFunc registered after cancellation")
+				if !isClosed(w.release) {
+					close(w.release)
+				}
+			})
+		})
+	}
+}
+
+func TestNegativeTimeoutMeansNoDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, err := NewExecutor(ExecutorOptions{Timeout: time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Close()
+		s := e.NewSubmitter()
+		endless := newFakeWork("done")
+		endlessRef := mustSubmit(t, s, "endless", -1, endless.ignoringCtx)
+		waitClosed(t, endless.started, "start")
+		if _, ok := endless.ctx.Deadline(); ok {
+			t.Error("a job submitted with a negative timeout has a deadline")
+		}
+		// Five seconds of fake time pass: the endless job, had it the 1ms default, would time out first.
+		later := newFakeWork(nil)
+		laterRef := mustSubmit(t, s, "later", 5*time.Second, later.honouringCtx)
+		expectOutcome(t, s, laterRef, "later", OutcomeTimedOut)
+		expectNoOutcome(t, s)
+		close(endless.release)
+		expectOutcome(t, s, endlessRef, "endless", OutcomeCompleted)
+	})
+}
+
+func TestFailingWorkBecomesFailedAndTheExecutorKeepsServing(t *testing.T) {
+	boom := errors.New("boom")
+	tests := []struct {
+		name      string
+		fail      func()
+		wantPanic any
+	}{
+		{"panic with a string", func() { panic("boom") }, "boom"},
+		{"panic with an error", func() { panic(boom) }, boom},
+		{"runtime.Goexit", runtime.Goexit, errWorkGoexit},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newTestExecutor(t, ExecutorOptions{MaxConcurrency: 1})
+			s := e.NewSubmitter()
+			release := make(chan struct{})
+			failingRef := mustSubmit(t, s, "failing", 0, func(context.Context) any {
+				<-release
+				tc.fail()
+				return "unreachable"
+			})
+			// Queued behind the failing job, so it must inherit the failing job's slot.
+			nextRef := mustSubmit(t, s, "next", 0, returning("next"))
+			close(release)
+
+			o := expectOutcome(t, s, failingRef, "failing", OutcomeFailed)
+			if o.Panic != tc.wantPanic || o.Value != nil {
+				t.Errorf("failed outcome: Panic %v, Value %v; want Panic %v, Value nil", o.Panic, o.Value, tc.wantPanic)
+			}
+			expectOutcome(t, s, nextRef, "next", OutcomeCompleted)
+			again := mustSubmit(t, s, "failing", 0, returning(nil))
+			expectOutcome(t, s, again, "failing", OutcomeCompleted)
+			expectStats(t, e, 0, 0)
+		})
+	}
+}
+
+func TestSubmittersShareAnExecutorWithoutKeyCollisions(t *testing.T) {
+	e := newTestExecutor(t, ExecutorOptions{MaxConcurrency: 4})
+	a, b := e.NewSubmitter(), e.NewSubmitter()
+	wa, wb := newFakeWork("from a"), newFakeWork("from b")
+	refA := mustSubmit(t, a, "1", 0, wa.ignoringCtx)
+	refB := mustSubmit(t, b, "1", 0, wb.ignoringCtx)
+	waitClosed(t, wa.started, "a's job start")
+	waitClosed(t, wb.started, "b's job start")
+	if refA == refB {
+		t.Fatalf("both submitters got ref %d", refA)
+	}
+	if _, err := b.Submit("1", 0, returning(nil)); !errors.Is(err, ErrDuplicateKey) {
+		t.Errorf("duplicate on b: err = %v, want ErrDuplicateKey", err)
+	}
+
+	if !a.Cancel("1") {
+		t.Fatal("a.Cancel(1) found no job")
+	}
+	expectOutcome(t, a, refA, "1", OutcomeCancelled)
+	if isClosed(wb.ctx.Done()) {
+		t.Error("cancelling a's key 1 cancelled b's job")
+	}
+	close(wb.release)
+	o := expectOutcome(t, b, refB, "1", OutcomeCompleted)
+	if o.Value != "from b" {
+		t.Errorf("b got value %v", o.Value)
+	}
+	close(wa.release)
+	expectNoOutcome(t, a)
+	expectNoOutcome(t, b)
+}
+
+func TestSubmitterCloseDeliversNothingMoreAndFreesCapacityOnReturn(t *testing.T) {
+	e := newTestExecutor(t, ExecutorOptions{MaxConcurrency: 1, MaxQueue: 1})
+	closing, other := e.NewSubmitter(), e.NewSubmitter()
+	// done's outcome is delivered (buffered, unread) before running starts
+	// on the slot done leaves.
+	done := newFakeWork(nil)
+	mustSubmit(t, closing, "done", 0, done.ignoringCtx)
+	waitClosed(t, done.started, "done start")
+	running := newFakeWork("late")
+	mustSubmit(t, closing, "running", 0, running.ignoringCtx)
+	close(done.release)
+	waitClosed(t, running.started, "running start")
+	queuedRan := make(chan struct{})
+	mustSubmit(t, closing, "", 0, func(context.Context) any { close(queuedRan); return nil })
+
+	closing.Close()
+	closing.Close() // idempotent
+	if _, err := closing.Submit("new", 0, returning(nil)); !errors.Is(err, ErrSubmitterClosed) {
+		t.Errorf("Submit after Close: err = %v, want ErrSubmitterClosed", err)
+	}
+	if closing.Cancel("running") {
+		t.Error("Cancel after Close found a job")
+	}
+	if !errors.Is(running.ctx.Err(), context.Canceled) {
+		t.Errorf("running job's ctx.Err() = %v, want context.Canceled", running.ctx.Err())
+	}
+	expectNoOutcome(t, closing)
+
+	// The closed submitter's running function still holds the only slot;
+	// its queued job is gone, so the queue has room for another submitter.
+	otherWork := newFakeWork("other")
+	otherRef := mustSubmit(t, other, "running", 0, otherWork.ignoringCtx)
+	expectStats(t, e, 1, 1)
+	close(running.release)
+	waitClosed(t, otherWork.started, "the other submitter's job start")
+	close(otherWork.release)
+	expectOutcome(t, other, otherRef, "running", OutcomeCompleted)
+	expectNoOutcome(t, closing)
+	if isClosed(queuedRan) {
+		t.Error("a queued job of the closed submitter ran")
+	}
+}
+
+func TestExecutorCloseCancelsEverythingAndDeliversNothing(t *testing.T) {
+	e := newTestExecutor(t, ExecutorOptions{MaxConcurrency: 2})
+	a, b := e.NewSubmitter(), e.NewSubmitter()
+	honouring, ignoring := newFakeWork(nil), newFakeWork(nil)
+	mustSubmit(t, a, "h", 0, honouring.honouringCtx)
+	mustSubmit(t, b, "i", 0, ignoring.ignoringCtx)
+	waitClosed(t, honouring.started, "honouring start")
+	waitClosed(t, ignoring.started, "ignoring start")
+	mustSubmit(t, a, "q", 0, returning(nil))
+	expectStats(t, e, 2, 1)
+
+	e.Close()
+	if !isClosed(e.Done()) {
+		t.Fatal("Done is not closed after Close")
+	}
+	e.Close() // idempotent
+	for _, s := range []*Submitter{a, b, e.NewSubmitter()} {
+		if _, err := s.Submit("x", 0, returning(nil)); !errors.Is(err, ErrExecutorClosed) {
+			t.Errorf("Submit after executor Close: err = %v, want ErrExecutorClosed", err)
+		}
+	}
+	waitClosed(t, honouring.returned, "the honouring function's return")
+	if !errors.Is(honouring.ctxErr, context.Canceled) {
+		t.Errorf("ctx.Err() after Close = %v, want context.Canceled", honouring.ctxErr)
+	}
+	// The honouring function's slot is freed once the executor sees its
+	// return; the ignoring function's is held until it returns.
+	eventually(t, "the honouring function's slot being freed", func() bool { return e.Stats().Running == 1 })
+	close(ignoring.release)
+	waitForGoroutines(t, e)
+	expectStats(t, e, 0, 0)
+	expectNoOutcome(t, a)
+	expectNoOutcome(t, b)
+}
+
+func TestSlowReaderLosesNoOutcomeAndCancelNeverBlocks(t *testing.T) {
+	e := newTestExecutor(t, ExecutorOptions{MaxConcurrency: 4, MaxQueue: 200})
+	s := e.NewSubmitter()
+	const jobs = 2 * outcomeBuffer
+	// Twice, so the second round needs a new pump after the first one drained the mailbox.
+	for round := range 2 {
+		want := make(map[ExecutionRef]bool, jobs+1)
+		returned := make(chan struct{}, jobs)
+		for range jobs {
+			ref := mustSubmit(t, s, "", 0, func(context.Context) any { returned <- struct{}{}; return nil })
+			want[ref] = true
+		}
+		for range jobs {
+			<-returned
+		}
+		// Nobody has read yet: a cancellation from the reader's own goroutine must not block.
+		blocked := newFakeWork(nil)
+		cancelRef := mustSubmit(t, s, "c", 0, blocked.ignoringCtx)
+		if !s.Cancel("c") {
+			t.Fatal("Cancel(c) found no job")
+		}
+		want[cancelRef] = true
+		close(blocked.release)
+
+		for range len(want) {
+			o := receive(t, s)
+			if !want[o.Ref] {
+				t.Fatalf("round %d: unexpected or repeated outcome %+v", round, o)
+			}
+			delete(want, o.Ref)
+		}
+	}
+}
+
+func TestExactlyOneOutcomePerJobWhenCancelRacesCompletionAndDeadline(t *testing.T) {
+	e := newTestExecutor(t, ExecutorOptions{MaxConcurrency: 4, MaxQueue: 1000, Timeout: -1})
+	s := e.NewSubmitter()
+	const jobs = 1000
+
+	stop := make(chan struct{})
+	allSeen := make(chan struct{})
+	collected := make(chan map[ExecutionRef][]Outcome)
+	go func() {
+		got := make(map[ExecutionRef][]Outcome, jobs)
+		for {
+			select {
+			case o := <-s.Outcomes():
+				got[o.Ref] = append(got[o.Ref], o)
+				if len(got) == jobs && len(got[o.Ref]) == 1 {
+					close(allSeen)
+				}
+			case <-stop:
+				collected <- got
+				return
+			}
+		}
+	}()
+
+	// Jobs come in batches held at a gate; opening the gate races the batch's
+	// completions against cancellations of two thirds of its keys, in random
+	// order, so some are cancelled while queued, some while running, and some
+	// too late. A third of the jobs also race a deadline of a few dozen
+	// microseconds.
+	const batch = 50
+	rng := rand.New(rand.NewPCG(1, 2))
+	refs := make(map[string]ExecutionRef, jobs)
+	hasDeadline := make(map[string]bool)
+	wasCancelled := make(map[string]bool)
+	for first := 0; first < jobs; first += batch {
+		gate := make(chan struct{})
+		keys := make([]string, batch)
+		for i := range keys {
+			key := fmt.Sprint("k", first+i)
+			keys[i] = key
+			spins := rng.IntN(20)
+			timeout := time.Duration(-1)
+			if rng.IntN(3) == 0 {
+				timeout = time.Duration(10+rng.IntN(50)) * time.Microsecond
+				hasDeadline[key] = true
+			}
+			refs[key] = mustSubmit(t, s, key, timeout, func(context.Context) any {
+				<-gate
+				for range spins {
+					runtime.Gosched()
+				}
+				return key
+			})
+		}
+		rng.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
+		toCancel := keys[:2*batch/3]
+		found := make(chan []string)
+		go func() {
+			var cancelled []string
+			for i, key := range toCancel {
+				for range i % 7 {
+					runtime.Gosched()
+				}
+				if s.Cancel(key) {
+					cancelled = append(cancelled, key)
+				}
+			}
+			found <- cancelled
+		}()
+		close(gate)
+		for _, key := range <-found {
+			wasCancelled[key] = true
+		}
+	}
+	waitClosed(t, allSeen, "an outcome for every job")
+	waitForGoroutines(t, e) // every worker and pump has finished delivering
+	close(stop)
+	got := <-collected
+
+	if len(got) != jobs {
+		t.Fatalf("outcomes for %d refs, want %d", len(got), jobs)
+	}
+	kinds := make(map[OutcomeKind]int)
+	for key, ref := range refs {
+		outs := got[ref]
+		if len(outs) != 1 {
+			t.Fatalf("job %s got %d outcomes: %+v", key, len(outs), outs)
+		}
+		o := outs[0]
+		switch {
+		case o.Key != key:
+			t.Fatalf("job %s: outcome has key %q", key, o.Key)
+		case wasCancelled[key] && o.Kind != OutcomeCancelled:
+			t.Fatalf("job %s: Cancel reported true but the outcome is %v", key, o.Kind)
+		case o.Kind == OutcomeTimedOut && !hasDeadline[key]:
+			t.Fatalf("job %s without a deadline timed out", key)
+		case !wasCancelled[key] && o.Kind != OutcomeTimedOut && (o.Kind != OutcomeCompleted || o.Value != key):
+			t.Fatalf("job %s: outcome %v with value %v, want completed with its key", key, o.Kind, o.Value)
+		}
+		kinds[o.Kind]++
+	}
+	t.Logf("outcomes: %v; %d cancellations came too late", kinds, jobs/batch*(2*batch/3)-len(wasCancelled))
+}
+
+func TestExecutorGoroutinesExitAfterClose(t *testing.T) {
+	baseline := runtime.NumGoroutine()
+	e, err := NewExecutor(ExecutorOptions{MaxConcurrency: 2, Timeout: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := e.NewSubmitter()
+	// Outcomes nobody reads, more than the channel buffers, keep a pump goroutine blocked.
+	for range outcomeBuffer + 1 {
+		mustSubmit(t, s, "", 0, returning(nil))
+	}
+	waitForPump(t, e, s)
+	honouring, ignoring := newFakeWork(nil), newFakeWork(nil)
+	mustSubmit(t, s, "h", 0, honouring.honouringCtx)
+	mustSubmit(t, s, "i", 0, ignoring.ignoringCtx) // has a pending deadline timer
+	waitClosed(t, honouring.started, "honouring start")
+	waitClosed(t, ignoring.started, "ignoring start")
+	mustSubmit(t, s, "queued", 0, returning(nil))
+	expectStats(t, e, 2, 1)
+
+	e.Close()
+	close(ignoring.release)
+	waitForGoroutines(t, e)
+	// Helper goroutines of this test and of earlier ones may need a moment to exit.
+	if !poll(func() bool { return runtime.NumGoroutine() <= baseline }) {
+		stacks := make([]byte, 1<<16)
+		stacks = stacks[:runtime.Stack(stacks, true)]
+		t.Errorf("%d goroutines after Close and every function returned, baseline %d:\n%s",
+			runtime.NumGoroutine(), baseline, stacks)
+	}
+}
+
+// waitForPump returns once s's mailbox has a pump goroutine, which it has
+// as soon as an outcome found the channel's buffer full.
+func waitForPump(t *testing.T, e *Executor, s *Submitter) {
+	t.Helper()
+	eventually(t, "a pump goroutine's start", func() bool {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		return s.pumping
+	})
+}
+
+// eventually fails the test unless cond comes to hold; see poll.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	if !poll(cond) {
+		t.Fatalf("%s did not happen", what)
+	}
+}
+
+// poll reports whether cond comes to hold within failAfter, yielding the
+// processor between tries. It is only for states that no event signals (an
+// internal flag, a goroutine count) and never sleeps.
+func poll(cond func() bool) bool {
+	for deadline := time.Now().Add(failAfter); time.Now().Before(deadline); runtime.Gosched() {
+		if cond() {
+			return true
+		}
+	}
+	return cond()
+}
+
+func TestSubmitRejectsNilWork(t *testing.T) {
+	e := newTestExecutor(t, ExecutorOptions{})
+	if _, err := e.NewSubmitter().Submit("k", 0, nil); err == nil {
+		t.Error("Submit with nil work succeeded")
+	}
+}

@@ -1,0 +1,3 @@
+module mcpstdio
+
+go 1.26

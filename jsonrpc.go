@@ -1,0 +1,121 @@
+package main
+
+import (
+	"encoding/json"
+	"strconv"
+)
+
+// Wire messages of the transport itself. Every frame is one JSON object on one
+// line, pure ASCII, ending in a single "\n".
+
+var (
+	errInvalidRequest  = &RPCError{Code: CodeInvalidRequest, Message: "Invalid Request"}
+	errParseFrame      = &RPCError{Code: CodeParseError, Message: "Parse error"}
+	errReadInput       = &RPCError{Code: CodeParseError, Message: "Failed to read stdio input"}
+	errDuplicateID     = &RPCError{Code: CodeInvalidRequest, Message: "Duplicate in-flight request id"}
+	errCapacity        = &RPCError{Code: CodeInternalError, Message: "Server execution capacity exhausted"}
+	errRequestTimedOut = &RPCError{Code: CodeInternalError, Message: "Request execution timed out"}
+	errWorkerFailed    = &RPCError{Code: CodeInternalError, Message: "Request worker failed"}
+)
+
+func errLineLimit(maxLineBytes int) *RPCError {
+	return &RPCError{Code: CodeInvalidRequest, Message: "Message exceeds the " + strconv.Itoa(maxLineBytes) + "-byte line limit"}
+}
+
+func invalidRequest(reason string) *RPCError {
+	return &RPCError{Code: CodeInvalidRequest, Message: "Invalid Request: " + reason}
+}
+
+// appendEnvelopeStart appends `{"jsonrpc":"2.0","id":ID` where ID is a canonical id from
+// canonicalID, or null when id is "".
+func appendEnvelopeStart(dst []byte, id string) []byte {
+	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
+	if id == "" {
+		dst = append(dst, "null"...)
+	} else {
+		dst = append(dst, id...)
+	}
+	return dst
+}
+
+// resultFrame returns the response frame for a result, a valid JSON text.
+func resultFrame(id string, result json.RawMessage) []byte {
+	if len(result) == 0 {
+		result = json.RawMessage("{}")
+	}
+	frame := make([]byte, 0, len(result)+len(id)+40)
+	frame = appendEnvelopeStart(frame, id)
+	frame = append(frame, `,"result":`...)
+	frame = appendASCII(frame, result)
+	return append(frame, "}\n"...)
+}
+
+// errorFrame returns the response frame for an error. An error whose data
+// cannot be encoded is sent without it (the failure is the server's, not the
+// client's, and must not lose the answer).
+func errorFrame(id string, e *RPCError) []byte {
+	body, err := marshalJSON(e)
+	if err != nil {
+		body, _ = marshalJSON(&RPCError{Code: e.Code, Message: e.Message})
+	}
+	frame := make([]byte, 0, len(body)+len(id)+40)
+	frame = appendEnvelopeStart(frame, id)
+	frame = append(frame, `,"error":`...)
+	frame = append(frame, body...)
+	return append(frame, "}\n"...)
+}
+
+// notificationFrame returns the frame of a server-to-client notification;
+// params is a JSON object or nil.
+func notificationFrame(method string, params json.RawMessage) ([]byte, error) {
+	m, err := marshalJSON(method)
+	if err != nil {
+		return nil, err
+	}
+	frame := make([]byte, 0, len(params)+len(m)+40)
+	frame = append(frame, `{"jsonrpc":"2.0","method":`...)
+	frame = append(frame, m...)
+	if params != nil {
+		frame = append(frame, `,"params":`...)
+		frame = appendASCII(frame, params)
+	}
+	return append(frame, "}\n"...), nil
+}
+
+// admit validates the envelope of a decoded message (SPEC §4, "Envelope
+// errors") whose canonical id is id ("" when absent or not trackable). It
+// returns the request to dispatch or the error to answer; neither for a
+// malformed notification, which is dropped without an answer.
+func admit(env envelope, id string) (*Request, *RPCError) {
+	if env.kind != kindObject {
+		return nil, errInvalidRequest
+	}
+	method, methodOK := decodeString(env.method)
+	if env.id == nil {
+		if !methodOK {
+			return nil, invalidRequest(`"method" must be a string`)
+		}
+		if !isJSONRPC2(env.jsonrpc) || !isObjectOrAbsent(env.params) {
+			return nil, nil
+		}
+		return &Request{Method: method, Params: env.params}, nil
+	}
+	switch {
+	case !isJSONRPC2(env.jsonrpc):
+		return nil, invalidRequest(`"jsonrpc" must be "2.0"`)
+	case !methodOK:
+		return nil, invalidRequest(`"method" must be a string`)
+	case id == "":
+		return nil, invalidRequest(`"id" must be a string of at most 256 bytes or a 64-bit integer`)
+	case !isObjectOrAbsent(env.params):
+		return nil, &RPCError{Code: CodeInvalidParams, Message: `Invalid params: "params" must be an object`}
+	}
+	return &Request{Method: method, ID: []byte(id), Params: env.params}, nil
+}
+
+func isJSONRPC2(raw []byte) bool {
+	s, ok := decodeString(raw)
+	return ok && s == "2.0"
+}
+
+func isObjectOrAbsent(raw []byte) bool { return raw == nil || raw[0] == '{' }

@@ -1,0 +1,221 @@
+// Command mcpstdio serves a reference MCP server on standard input and output.
+//
+// Every other file of this package stands alone and can be copied into another
+// package; only this one assumes package main.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime"
+	"runtime/pprof"
+	"strings"
+	"syscall"
+	"time"
+)
+
+const serverVersion = "0.1.0"
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// config is what the command line says.
+type config struct {
+	writeTimeout, requestTimeout, notifyEvery time.Duration
+	maxLineBytes, maxConcurrency, maxQueue    int
+	maxSubscriptions                          int
+	notificationMethods, protocols            []string
+	logLevel                                  slog.Level
+	cpuProfile, memProfile                    string
+}
+
+// parseFlags parses args; the error has been reported on stderr already.
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	var c config
+	var methods, protocols, level string
+	fs := flag.NewFlagSet("mcpstdio", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.DurationVar(&c.writeTimeout, "write-timeout", DefaultWriteTimeout, "limit of one write to stdout; a timed-out write ends the connection")
+	fs.IntVar(&c.maxLineBytes, "max-line-bytes", DefaultMaxLineBytes, "limit of one input line, counting its newline")
+	fs.DurationVar(&c.requestTimeout, "request-timeout", defaultJobTimeout, "deadline of each request from when it starts running (negative: none)")
+	fs.IntVar(&c.maxConcurrency, "max-concurrency", defaultMaxConcurrency, "requests running at once")
+	fs.IntVar(&c.maxQueue, "max-queue", defaultMaxQueue, "requests waiting for a worker (0: none wait)")
+	fs.IntVar(&c.maxSubscriptions, "max-subscriptions", DefaultMaxSubscriptions, "open subscriptions/listen streams")
+	fs.StringVar(&methods, "notification-methods", "", "comma-separated notification methods the application may send")
+	fs.DurationVar(&c.notifyEvery, "notify-every", 0, "when > 0, send the first allowed application notification on this period")
+	fs.StringVar(&protocols, "protocols", strings.Join(defaultProtocolVersions(), ","), "enabled protocol versions, in preference order")
+	fs.StringVar(&level, "log-level", "info", "stderr diagnostics level: debug, info, warn, error")
+	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the session to this file")
+	fs.StringVar(&c.memProfile, "memprofile", "", "write a heap profile to this file at the end of the session")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	fail := func(format string, a ...any) (config, error) {
+		err := fmt.Errorf(format, a...)
+		fmt.Fprintln(stderr, "mcpstdio:", err)
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return fail("unexpected arguments: %q", fs.Args())
+	}
+	if err := c.logLevel.UnmarshalText([]byte(level)); err != nil {
+		return fail("-log-level: %v", err)
+	}
+	c.notificationMethods = splitList(methods)
+	c.protocols = splitList(protocols)
+	if c.notifyEvery > 0 && len(c.notificationMethods) == 0 {
+		return fail("-notify-every needs -notification-methods")
+	}
+	if c.maxQueue == 0 {
+		c.maxQueue = -1 // the flag's 0 is "no queue"; the option's 0 is "default"
+	}
+	for name, v := range map[string]int{"-max-line-bytes": c.maxLineBytes, "-max-concurrency": c.maxConcurrency, "-max-subscriptions": c.maxSubscriptions} {
+		if v <= 0 {
+			return fail("%s must be positive, got %d", name, v)
+		}
+	}
+	if c.writeTimeout <= 0 {
+		return fail("-write-timeout must be positive, got %v", c.writeTimeout)
+	}
+	if c.maxQueue < -1 {
+		return fail("-max-queue must not be negative, got %d", c.maxQueue)
+	}
+	return c, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// run is the whole command; it returns the exit status: 0 after end of input
+// and drain, 1 after an output failure or a fatal error, 2 for bad flags.
+func run(args []string, stdin, stdout, stderr *os.File) int {
+	c, err := parseFlags(args, stderr)
+	if err != nil {
+		return 2
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: c.logLevel}))
+	rt, err := NewRuntime(RuntimeOptions{
+		ServerInfo:       Implementation{Name: "mcpstdio", Title: "mcpstdio reference server", Version: serverVersion},
+		ProtocolVersions: c.protocols,
+		Logger:           logger,
+	})
+	if err != nil {
+		fmt.Fprintln(stderr, "mcpstdio: -protocols:", err)
+		return 2
+	}
+	if err := registerReferenceCatalog(rt); err != nil {
+		logger.Error("mcpstdio: building the catalog failed", "err", err)
+		return 1
+	}
+	out, err := isolateOutput(stdout, stderr)
+	if err != nil {
+		logger.Error("mcpstdio: preparing stdout failed", "err", err)
+		return 1
+	}
+	tr, err := NewTransport(rt, Options{
+		Input:               stdin,
+		Output:              out,
+		WriteTimeout:        c.writeTimeout,
+		MaxLineBytes:        c.maxLineBytes,
+		RequestTimeout:      c.requestTimeout,
+		MaxSubscriptions:    c.maxSubscriptions,
+		NotificationMethods: c.notificationMethods,
+		MaxConcurrency:      c.maxConcurrency,
+		MaxQueue:            c.maxQueue,
+		Logger:              logger,
+	})
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	stopProfile, err := startProfiles(c)
+	if err != nil {
+		logger.Error("mcpstdio: profiling", "err", err)
+		return 1
+	}
+	defer stopProfile()
+	if fi, err := stdin.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+		fmt.Fprintln(stderr, "mcpstdio: serving MCP as newline-delimited JSON-RPC on stdin/stdout; type a request, or press Ctrl-D to end")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if c.notifyEvery > 0 {
+		go heartbeat(ctx, tr, c.notificationMethods[0], c.notifyEvery, logger)
+	}
+	err = tr.Serve(ctx)
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, context.Canceled):
+		logger.Info("mcpstdio: stopped by signal")
+		return 1
+	default:
+		logger.Error("mcpstdio: serving ended", "err", err)
+		return 1
+	}
+}
+
+// heartbeat sends method on tr every period until ctx ends or the transport
+// closes.
+func heartbeat(ctx context.Context, tr *Transport, method string, period time.Duration, logger *slog.Logger) {
+	tick := time.NewTicker(period)
+	defer tick.Stop()
+	for seq := 1; ; seq++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		err := tr.Notify(ctx, method, map[string]any{"sequence": seq, "time": time.Now().UTC().Format(time.RFC3339Nano)})
+		switch {
+		case errors.Is(err, ErrClosed), errors.Is(err, ErrTransportDown), errors.Is(err, ErrOutputFailed):
+			return
+		case err != nil:
+			logger.Warn("mcpstdio: heartbeat", "err", err)
+		}
+	}
+}
+
+// startProfiles starts the profiles the flags ask for and returns the function
+// that finishes them.
+func startProfiles(c config) (stop func(), err error) {
+	var cpu *os.File
+	if c.cpuProfile != "" {
+		if cpu, err = os.Create(c.cpuProfile); err != nil {
+			return nil, err
+		}
+		if err = pprof.StartCPUProfile(cpu); err != nil {
+			cpu.Close()
+			return nil, err
+		}
+	}
+	return func() {
+		if cpu != nil {
+			pprof.StopCPUProfile()
+			cpu.Close()
+		}
+		if c.memProfile != "" {
+			f, err := os.Create(c.memProfile)
+			if err != nil {
+				return
+			}
+			runtime.GC()
+			pprof.WriteHeapProfile(f)
+			f.Close()
+		}
+	}, nil
+}

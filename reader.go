@@ -1,0 +1,196 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// errLineTooLong reports an input line longer than the limit. The reader returns it once per over-long line,
+// as soon as the limit is passed (before the line's newline has arrived), then discards the rest of that line as it
+// arrives and serves the next line normally.
+var errLineTooLong = errors.New("line exceeds the limit")
+
+// errInvalidReadCount reports a Read that claimed a byte count outside 0..len(p); such a source cannot be trusted
+// any further, so it ends the input like any other read error.
+var errInvalidReadCount = errors.New("reader returned an invalid byte count")
+
+const defaultReadChunk = 64 << 10
+
+// maxEmptyReads is how many consecutive (0, nil) Reads the reader tolerates before it reports io.ErrNoProgress,
+// as bufio does.
+const maxEmptyReads = 100
+
+// utf8BOM is the byte order mark that some writers put at the start of a line; it is not part of the message.
+const utf8BOM = "\xEF\xBB\xBF"
+
+// lineReader splits an io.Reader into newline-terminated lines, holding at most maxLine bytes of any line plus one
+// read chunk in memory, whatever arrives. Not safe for concurrent use: one goroutine owns it.
+//
+// Every field is owned by the goroutine that calls next.
+type lineReader struct {
+	src     io.Reader
+	maxLine int // limit of one line in raw bytes, counting its newline; > 0
+
+	chunk      []byte // read buffer, allocated once; chunk[start:end] is not yet consumed
+	start, end int
+
+	// partial holds the beginning of the current line when that line spans reads. Its length never exceeds
+	// maxLine and its capacity grows by doubling up to maxLine; it is reused from line to line.
+	partial []byte
+	// discarding is set after errLineTooLong was returned for a line whose newline has not arrived yet:
+	// bytes up to and including that newline are dropped.
+	discarding bool
+
+	srcErr error // error returned by src together with the last data; acted on once that data is consumed
+	err    error // terminal: io.EOF or the wrapped read error, returned by every later call
+}
+
+// newLineReader returns a reader of r's lines that holds at most maxLine bytes of a line (maxLine counts the
+// newline and must be > 0: the transport validates MaxLineBytes before it gets here) and reads r in Reads of at
+// most chunk bytes (chunk ≤ 0 means defaultReadChunk). It allocates the chunk buffer at once; it never closes r.
+func newLineReader(r io.Reader, maxLine, chunk int) *lineReader {
+	if maxLine <= 0 {
+		panic(fmt.Sprintf("newLineReader: maxLine must be positive, got %d", maxLine))
+	}
+	if chunk <= 0 {
+		chunk = defaultReadChunk
+	}
+	return &lineReader{src: r, maxLine: maxLine, chunk: make([]byte, chunk)}
+}
+
+// next returns the next line without its "\n", with one trailing "\r" and one leading UTF-8 BOM (EF BB BF) removed.
+// The returned slice is owned by the caller: the reader never reads or writes it again.
+// It returns (nil, errLineTooLong) for an over-long line (see above); io.EOF at the end of input, after serving an
+// unterminated final line that fits; any other read error as is (wrapped with "read input: %w"), after which every
+// call returns that same error.
+// It blocks in the underlying Read.
+//
+// An empty line is returned as a non-nil, zero-length slice; input that ends right after "\n" produces no extra
+// empty line. The limit counts raw bytes: a line of n bytes before its "\n" (including any "\r" and BOM) fits when
+// n+1 ≤ maxLine, an unterminated final line when n ≤ maxLine. Data that a Read returns together with an error is
+// processed before the error; a line still incomplete when a read error (other than io.EOF) arrives is dropped.
+// A Read returning (0, nil) is retried; 100 of them in a row end the input with io.ErrNoProgress (wrapped).
+func (lr *lineReader) next() ([]byte, error) {
+	if lr.err != nil {
+		return nil, lr.err
+	}
+	for {
+		if line, err, ok := lr.scan(); ok {
+			return line, err
+		}
+		if lr.srcErr != nil {
+			return lr.finish()
+		}
+		lr.fill()
+	}
+}
+
+// scan consumes buffered bytes until it can report a line or an over-long line (ok is true), or until the buffer is
+// empty (ok is false; the bytes seen so far are kept in partial or dropped while discarding).
+func (lr *lineReader) scan() (line []byte, err error, ok bool) {
+	for lr.start < lr.end {
+		data := lr.chunk[lr.start:lr.end]
+		newline := bytes.IndexByte(data, '\n')
+		if lr.discarding {
+			if newline < 0 {
+				lr.start = lr.end
+				return nil, nil, false
+			}
+			lr.start += newline + 1
+			lr.discarding = false
+			continue
+		}
+		if newline >= 0 {
+			lr.start += newline + 1
+			return lr.endLine(data[:newline])
+		}
+		lr.start = lr.end
+		if len(lr.partial)+len(data) > lr.maxLine {
+			lr.partial = lr.partial[:0]
+			lr.discarding = true
+			return nil, errLineTooLong, true
+		}
+		lr.appendPartial(data)
+	}
+	return nil, nil, false
+}
+
+// endLine completes the current line, whose last bytes before its newline are tail.
+func (lr *lineReader) endLine(tail []byte) (line []byte, err error, ok bool) {
+	if len(lr.partial)+len(tail)+1 > lr.maxLine {
+		lr.partial = lr.partial[:0]
+		return nil, errLineTooLong, true
+	}
+	if len(lr.partial) == 0 {
+		return copyLine(tail), nil, true
+	}
+	lr.appendPartial(tail)
+	line = copyLine(lr.partial)
+	lr.partial = lr.partial[:0]
+	return line, nil, true
+}
+
+// finish handles the error src returned, once all data that came before it is consumed.
+func (lr *lineReader) finish() ([]byte, error) {
+	if lr.srcErr != io.EOF {
+		lr.partial = lr.partial[:0]
+		lr.err = fmt.Errorf("read input: %w", lr.srcErr)
+		return nil, lr.err
+	}
+	lr.err = io.EOF
+	if lr.discarding || len(lr.partial) == 0 {
+		// The over-long line was already reported; nothing of it is served.
+		lr.discarding = false
+		return nil, io.EOF
+	}
+	// scan never keeps more than maxLine bytes, so the unterminated final line fits.
+	line := copyLine(lr.partial)
+	lr.partial = lr.partial[:0]
+	return line, nil
+}
+
+// fill replaces the consumed buffer with the next Read's data, recording an error in srcErr. It is called only
+// when the buffer is empty and srcErr is nil.
+func (lr *lineReader) fill() {
+	lr.start, lr.end = 0, 0
+	for range maxEmptyReads {
+		n, err := lr.src.Read(lr.chunk)
+		if n < 0 || n > len(lr.chunk) {
+			lr.srcErr = errInvalidReadCount
+			return
+		}
+		lr.end = n
+		if err != nil {
+			lr.srcErr = err
+			return
+		}
+		if n > 0 {
+			return
+		}
+	}
+	lr.srcErr = io.ErrNoProgress
+}
+
+// appendPartial adds data to the line being assembled. The caller guarantees that the result stays within
+// maxLine bytes; capacity doubles as needed but never exceeds maxLine.
+func (lr *lineReader) appendPartial(data []byte) {
+	need := len(lr.partial) + len(data)
+	if need > cap(lr.partial) {
+		grown := make([]byte, len(lr.partial), min(max(2*cap(lr.partial), need), lr.maxLine))
+		copy(grown, lr.partial)
+		lr.partial = grown
+	}
+	lr.partial = append(lr.partial, data...)
+}
+
+// copyLine returns a fresh copy of raw, of exactly the returned length, without one leading UTF-8 BOM and one
+// trailing "\r". The result is never nil.
+func copyLine(raw []byte) []byte {
+	raw = bytes.TrimPrefix(raw, []byte(utf8BOM))
+	raw = bytes.TrimSuffix(raw, []byte("\r"))
+	line := make([]byte, len(raw))
+	copy(line, raw)
+	return line
+}

@@ -1,0 +1,412 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"slices"
+	"sync"
+)
+
+// Cache scopes of 2026 cacheable results.
+const (
+	CacheScopePrivate = "private"
+	CacheScopePublic  = "public"
+)
+
+const defaultPageSize = 100
+
+// RuntimeOptions configure a Runtime. A zero value means the default.
+type RuntimeOptions struct {
+	// ServerInfo identifies the server; Name and Version are required.
+	ServerInfo Implementation
+	// Instructions, when set, is sent in initialize and server/discover
+	// results.
+	Instructions string
+	// ProtocolVersions are the enabled versions in preference order; nil
+	// enables 2026-07-28, 2025-11-25 and 2025-06-18, in that order. A version
+	// not listed is never negotiated, discovered or served.
+	ProtocolVersions []string
+	// PageSize is the number of items per list page; 0 means 100.
+	PageSize int
+	// CacheTTLMs and CacheScope are the caching hints of 2026 list, read and
+	// discover results: ttlMs >= 0 (default 0), scope "private" (default) or
+	// "public".
+	CacheTTLMs int64
+	CacheScope string
+	// ToolsListChanged, PromptsListChanged and ResourcesListChanged set
+	// listChanged in the advertised capabilities.
+	ToolsListChanged     bool
+	PromptsListChanged   bool
+	ResourcesListChanged bool
+	// Logger receives diagnostics (handler panics, results that failed to
+	// encode); nil discards them. Never written to the protocol output.
+	Logger *slog.Logger
+}
+
+// Runtime serves the MCP protocol methods of one server: the three dialects
+// (SPEC §7) and a catalog of tools, resources, resource templates, prompts
+// and completions (SPEC §8). It is a Dispatcher.
+//
+// A Runtime is safe for concurrent use: Dispatch runs concurrently with
+// itself and with registration and removal, which may happen while serving.
+type Runtime struct {
+	// Set by NewRuntime; read-only afterwards.
+	info           Implementation
+	instructions   string
+	versions       versionSet
+	pageSize       int
+	ttlMs          int64
+	cacheScope     string
+	listChanged    [kindCount]bool
+	logger         *slog.Logger
+	cursors        cursorCodec
+	serverInfoJSON json.RawMessage // info, encoded
+	serverInfoMeta json.RawMessage // {"io.modelcontextprotocol/serverInfo": info}
+
+	mu  sync.RWMutex
+	cat catalog // guarded by mu
+}
+
+var _ Dispatcher = (*Runtime)(nil)
+
+// NewRuntime validates opts and returns an empty Runtime. The error names the
+// first invalid option.
+func NewRuntime(opts RuntimeOptions) (*Runtime, error) {
+	if err := validateRuntimeOptions(&opts); err != nil {
+		return nil, fmt.Errorf("runtime options: %w", err)
+	}
+	cursors, err := newCursorCodec()
+	if err != nil {
+		return nil, err
+	}
+	rt := &Runtime{
+		info:         cloneImplementation(opts.ServerInfo),
+		instructions: opts.Instructions,
+		versions:     versionSet(slices.Clone(opts.ProtocolVersions)),
+		pageSize:     opts.PageSize,
+		ttlMs:        opts.CacheTTLMs,
+		cacheScope:   opts.CacheScope,
+		logger:       opts.Logger,
+		cursors:      cursors,
+		cat:          newCatalog(),
+	}
+	rt.listChanged[listTools] = opts.ToolsListChanged
+	rt.listChanged[listPrompts] = opts.PromptsListChanged
+	rt.listChanged[listResources] = opts.ResourcesListChanged
+	if rt.serverInfoJSON, err = marshalJSON(rt.info); err != nil {
+		return nil, fmt.Errorf("runtime options: encoding ServerInfo: %w", err)
+	}
+	if rt.serverInfoMeta, err = marshalJSON(map[string]json.RawMessage{metaKeyServerInfo: rt.serverInfoJSON}); err != nil {
+		return nil, fmt.Errorf("runtime options: encoding ServerInfo: %w", err)
+	}
+	return rt, nil
+}
+
+// validateRuntimeOptions checks opts and fills in defaults.
+func validateRuntimeOptions(opts *RuntimeOptions) error {
+	if opts.ServerInfo.Name == "" {
+		return errors.New("ServerInfo.Name is required")
+	}
+	if opts.ServerInfo.Version == "" {
+		return errors.New("ServerInfo.Version is required")
+	}
+	if opts.ProtocolVersions == nil {
+		opts.ProtocolVersions = defaultProtocolVersions()
+	}
+	if err := validateVersions(opts.ProtocolVersions); err != nil {
+		return fmt.Errorf("ProtocolVersions: %w", err)
+	}
+	switch {
+	case opts.PageSize < 0:
+		return fmt.Errorf("PageSize %d is negative", opts.PageSize)
+	case opts.PageSize == 0:
+		opts.PageSize = defaultPageSize
+	}
+	if opts.CacheTTLMs < 0 {
+		return fmt.Errorf("CacheTTLMs %d is negative", opts.CacheTTLMs)
+	}
+	switch opts.CacheScope {
+	case "":
+		opts.CacheScope = CacheScopePrivate
+	case CacheScopePrivate, CacheScopePublic:
+	default:
+		return fmt.Errorf("CacheScope %q is neither %q nor %q", opts.CacheScope, CacheScopePrivate, CacheScopePublic)
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	return nil
+}
+
+func cloneImplementation(i Implementation) Implementation {
+	i.Icons = slices.Clone(i.Icons)
+	return i
+}
+
+// ProtocolVersions returns the enabled protocol versions in preference order.
+func (rt *Runtime) ProtocolVersions() []string { return slices.Clone(rt.versions) }
+
+// call is one request being dispatched: the transport's request, its params
+// decoded one level deep, and what dialect selection learned.
+type call struct {
+	req    *Request
+	params paramsObject
+	dialectInfo
+}
+
+// Dispatch serves one admitted message. Notifications (req.ID == nil) get an
+// empty Reply. For a request it selects the dialect (SPEC §7), then serves
+// the method; handler panics are recovered and answered -32603 "Internal
+// error". Dispatch returns when the handler it calls returns, so handlers
+// must honour ctx.
+func (rt *Runtime) Dispatch(ctx context.Context, req *Request) Reply {
+	if req.ID == nil {
+		return Reply{}
+	}
+	params, rerr := decodeParams(req.Params)
+	if rerr != nil {
+		return Reply{Error: rerr}
+	}
+	info, rerr := rt.versions.resolve(req, params)
+	if rerr != nil {
+		return Reply{Error: rerr}
+	}
+	c := &call{req: req, params: params, dialectInfo: info}
+	switch {
+	case c.era != eraStateless && req.Method == "initialize":
+		return rt.initialize(c)
+	case c.era != eraStateless && req.Method == "ping":
+		return rt.resultReply(c, emptyResult{})
+	case c.era == eraUnnegotiated:
+		return Reply{Error: missingMetaError(c.meta != nil)}
+	case c.era == eraStateless && req.Method == "server/discover":
+		return rt.discover(c)
+	}
+	return rt.serveCatalog(ctx, c)
+}
+
+// serveCatalog serves the methods both dialects share.
+func (rt *Runtime) serveCatalog(ctx context.Context, c *call) Reply {
+	switch c.req.Method {
+	case "tools/list":
+		return rt.listTools(c)
+	case "tools/call":
+		return rt.callTool(ctx, c)
+	case "resources/list":
+		return rt.listResources(c)
+	case "resources/templates/list":
+		return rt.listResourceTemplates(c)
+	case "resources/read":
+		return rt.readResource(ctx, c)
+	case "prompts/list":
+		return rt.listPrompts(c)
+	case "prompts/get":
+		return rt.getPrompt(ctx, c)
+	case "completion/complete":
+		return rt.complete(ctx, c)
+	}
+	return Reply{Error: methodNotFound(c.req.Method)}
+}
+
+// HandlerRequest is what a tool, prompt, resource or completion handler
+// learns about the request it serves. Handlers must not modify it.
+type HandlerRequest struct {
+	// Method is the protocol method, e.g. "tools/call".
+	Method string
+	// ProtocolVersion is the version the request is served under.
+	ProtocolVersion string
+	// ClientInfo and ClientCapabilities are the client's Implementation and
+	// capabilities objects: from initialize in the legacy era, from the
+	// request's _meta in 2026-07-28. ClientInfo is nil when the client sent
+	// none.
+	ClientInfo         json.RawMessage
+	ClientCapabilities json.RawMessage
+	// Meta is the request's params._meta as sent, nil when absent.
+	Meta json.RawMessage
+	// Name is the tool or prompt name (for a completion, the prompt name).
+	Name string
+	// URI is the resource URI being read (for a completion, the template).
+	URI string
+	// Arguments is the arguments object of tools/call or prompts/get ({}
+	// when the request had none).
+	Arguments json.RawMessage
+	// Variables are the values a resource template's variables matched,
+	// percent-decoded; nil for a static resource.
+	Variables map[string]string
+}
+
+// Bind decodes Arguments into v with encoding/json.
+func (r *HandlerRequest) Bind(v any) error {
+	if err := json.Unmarshal(r.Arguments, v); err != nil {
+		return fmt.Errorf("invalid arguments: %w", err)
+	}
+	return nil
+}
+
+// HasClientCapability reports whether the client declared the named
+// top-level capability (e.g. "sampling", "elicitation", "roots") as an
+// object.
+func (r *HandlerRequest) HasClientCapability(name string) bool {
+	var caps map[string]json.RawMessage
+	if json.Unmarshal(r.ClientCapabilities, &caps) != nil {
+		return false
+	}
+	return isJSONObject(caps[name])
+}
+
+// RequireClientCapability returns nil when the client declared the named
+// capability, else an *RPCError -32021 whose data.requiredCapabilities names
+// it. A handler returns that error as is to refuse the request.
+func (r *HandlerRequest) RequireClientCapability(name string) error {
+	if r.HasClientCapability(name) {
+		return nil
+	}
+	return &RPCError{
+		Code:    CodeMissingCapability,
+		Message: "Missing required client capability: " + name,
+		Data:    map[string]any{"requiredCapabilities": map[string]struct{}{name: {}}},
+	}
+}
+
+// handlerRequest starts the HandlerRequest of c.
+func (c *call) handlerRequest() *HandlerRequest {
+	return &HandlerRequest{
+		Method:             c.req.Method,
+		ProtocolVersion:    c.version,
+		ClientInfo:         c.clientInfo,
+		ClientCapabilities: c.clientCapabilities,
+		Meta:               c.meta,
+	}
+}
+
+// panicError is the error a recovered handler panic becomes.
+type panicError struct{ value any }
+
+func (e *panicError) Error() string { return fmt.Sprintf("handler panicked: %v", e.value) }
+
+// runHandler calls fn, turning a panic into a *panicError after logging it
+// with its stack.
+func runHandler[T any](rt *Runtime, c *call, subject string, fn func() (T, error)) (res T, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			rt.logger.Error("handler panicked", "method", c.req.Method, "subject", subject, "panic", v, "stack", string(debug.Stack()))
+			err = &panicError{value: v}
+		}
+	}()
+	return fn()
+}
+
+// handlerErrorReply answers a handler's failure for methods whose failures are
+// JSON-RPC errors: an *RPCError is sent as is; anything else (a panic
+// included) is logged and answered -32603 "Internal error".
+func (rt *Runtime) handlerErrorReply(c *call, subject string, err error) Reply {
+	if rerr, ok := errors.AsType[*RPCError](err); ok {
+		return Reply{Error: rerr}
+	}
+	var p *panicError
+	if !errors.As(err, &p) {
+		rt.logger.Error("handler failed", "method", c.req.Method, "subject", subject, "err", err)
+	}
+	return Reply{Error: internalError()}
+}
+
+// resultReply encodes v. A failure to encode is logged and answered -32603.
+func (rt *Runtime) resultReply(c *call, v any) Reply {
+	b, err := marshalJSON(v)
+	if err != nil {
+		rt.logger.Error("encoding a result failed", "method", c.req.Method, "err", err)
+		return Reply{Error: internalError()}
+	}
+	return Reply{Result: b}
+}
+
+// envelope returns the envelope fields of a result of c: nothing but the
+// handler's _meta in the legacy era; in 2026 resultType "complete", _meta
+// with serverInfo merged into the handler's _meta, and for a cacheable
+// result ttlMs and cacheScope. handlerMeta, when set, must be a JSON object.
+func (rt *Runtime) envelope(c *call, cacheable bool, handlerMeta json.RawMessage) (resultEnvelope, error) {
+	if c.era != eraStateless {
+		if len(handlerMeta) > 0 && !isJSONObject(handlerMeta) {
+			return resultEnvelope{}, errors.New("result _meta is not a JSON object")
+		}
+		return resultEnvelope{Meta: handlerMeta}, nil
+	}
+	env := resultEnvelope{ResultType: "complete", Meta: rt.serverInfoMeta}
+	if len(handlerMeta) > 0 {
+		var merged map[string]json.RawMessage
+		if !isJSONObject(handlerMeta) || json.Unmarshal(handlerMeta, &merged) != nil {
+			return resultEnvelope{}, errors.New("result _meta is not a JSON object")
+		}
+		merged[metaKeyServerInfo] = rt.serverInfoJSON
+		var err error
+		if env.Meta, err = marshalJSON(merged); err != nil {
+			return resultEnvelope{}, err
+		}
+	}
+	if cacheable {
+		ttl := rt.ttlMs
+		env.TTLMs = &ttl
+		env.CacheScope = rt.cacheScope
+	}
+	return env, nil
+}
+
+// envelopeReply builds the envelope of c and hands it to build, which returns
+// the complete result to encode.
+func (rt *Runtime) envelopeReply(c *call, cacheable bool, handlerMeta json.RawMessage, build func(resultEnvelope) any) Reply {
+	env, err := rt.envelope(c, cacheable, handlerMeta)
+	if err != nil {
+		rt.logger.Error("building a result failed", "method", c.req.Method, "err", err)
+		return Reply{Error: internalError()}
+	}
+	return rt.resultReply(c, build(env))
+}
+
+func invalidParams(msg string) *RPCError {
+	return &RPCError{Code: CodeInvalidParams, Message: msg}
+}
+
+func methodNotFound(method string) *RPCError {
+	return &RPCError{Code: CodeMethodNotFound, Message: "Method not found: " + method}
+}
+
+func internalError() *RPCError {
+	return &RPCError{Code: CodeInternalError, Message: "Internal error"}
+}
+
+// serverCapabilities is what the runtime advertises: exactly the kinds that
+// are registered.
+type serverCapabilities struct {
+	Completions *struct{}       `json:"completions,omitempty"`
+	Prompts     *listCapability `json:"prompts,omitempty"`
+	Resources   *listCapability `json:"resources,omitempty"`
+	Tools       *listCapability `json:"tools,omitempty"`
+}
+
+type listCapability struct {
+	ListChanged bool `json:"listChanged,omitempty"`
+}
+
+// capabilities reports what the catalog serves now.
+func (rt *Runtime) capabilities() serverCapabilities {
+	rt.mu.RLock()
+	defer rt.mu.RUnlock()
+	var caps serverCapabilities
+	if rt.cat.completers > 0 {
+		caps.Completions = &struct{}{}
+	}
+	if len(rt.cat.prompts.list) > 0 {
+		caps.Prompts = &listCapability{ListChanged: rt.listChanged[listPrompts]}
+	}
+	if len(rt.cat.resources.list) > 0 || len(rt.cat.templates.list) > 0 {
+		caps.Resources = &listCapability{ListChanged: rt.listChanged[listResources]}
+	}
+	if len(rt.cat.tools.list) > 0 {
+		caps.Tools = &listCapability{ListChanged: rt.listChanged[listTools]}
+	}
+	return caps
+}

@@ -1,0 +1,264 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Tool describes a tool as tools/list shows it.
+type Tool struct {
+	// Name is 1 to 128 characters of A-Z, a-z, 0-9, '_', '-' and '.'.
+	Name        string `json:"name"`
+	Title       string `json:"title,omitempty"`
+	Description string `json:"description,omitempty"`
+	// InputSchema is a JSON Schema object with "type": "object", sent
+	// verbatim (any JSON Schema 2020-12 keyword is kept); nil means
+	// {"type":"object"}. Its "required" list is enforced before the handler
+	// runs.
+	InputSchema json.RawMessage `json:"inputSchema"`
+	// OutputSchema, when set, is a JSON Schema object sent verbatim.
+	OutputSchema json.RawMessage  `json:"outputSchema,omitempty"`
+	Annotations  *ToolAnnotations `json:"annotations,omitempty"`
+	Icons        []Icon           `json:"icons,omitempty"` // not sent to 2025-06-18 clients
+	Meta         json.RawMessage  `json:"_meta,omitempty"` // a JSON object, or nil
+}
+
+// ToolAnnotations are hints about a tool's behaviour.
+type ToolAnnotations struct {
+	Title           string `json:"title,omitempty"`
+	ReadOnlyHint    *bool  `json:"readOnlyHint,omitempty"`
+	DestructiveHint *bool  `json:"destructiveHint,omitempty"`
+	IdempotentHint  *bool  `json:"idempotentHint,omitempty"`
+	OpenWorldHint   *bool  `json:"openWorldHint,omitempty"`
+}
+
+// ToolResult is the result of a tool call.
+type ToolResult struct {
+	Content []Content
+	// StructuredContent, when non-nil, is encoded with encoding/json as
+	// "structuredContent".
+	StructuredContent any
+	// IsError reports a failure of the tool itself, for the model to see.
+	IsError bool
+	Meta    json.RawMessage // a JSON object, or nil
+}
+
+// TextResult returns a result of one text content block.
+func TextResult(text string) *ToolResult {
+	return &ToolResult{Content: []Content{TextContent(text)}}
+}
+
+// ToolHandler runs a tool. req.Name is the tool's name and req.Arguments its
+// arguments object. An error that is an *RPCError (see errors.As) is sent as
+// that JSON-RPC error; any other error becomes a result with isError true and
+// the error's text, for the model to see. A nil result with a nil error is an
+// empty result.
+type ToolHandler func(ctx context.Context, req *HandlerRequest) (*ToolResult, error)
+
+type toolEntry struct {
+	tool     Tool
+	required []string // inputSchema.required
+	handler  ToolHandler
+}
+
+// AddTool registers a tool. It fails for a malformed name or schema, a nil
+// handler, or a name already registered.
+func (rt *Runtime) AddTool(tool Tool, handler ToolHandler) error {
+	entry, err := newToolEntry(tool, handler)
+	if err != nil {
+		return fmt.Errorf("adding tool %q: %w", tool.Name, err)
+	}
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if !rt.cat.tools.add(tool.Name, entry) {
+		return fmt.Errorf("adding tool %q: a tool of that name is already registered", tool.Name)
+	}
+	return nil
+}
+
+// RemoveTool unregisters the named tool and reports whether it was
+// registered. Calls already running finish.
+func (rt *Runtime) RemoveTool(name string) bool {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return rt.cat.tools.remove(name)
+}
+
+func newToolEntry(tool Tool, handler ToolHandler) (*toolEntry, error) {
+	if !isToolName(tool.Name) {
+		return nil, errors.New("a tool name is 1 to 128 characters of A-Z, a-z, 0-9, '_', '-' and '.'")
+	}
+	if handler == nil {
+		return nil, errors.New("nil handler")
+	}
+	if tool.InputSchema == nil {
+		tool.InputSchema = json.RawMessage(`{"type":"object"}`)
+	}
+	var schema struct {
+		Type     string   `json:"type"`
+		Required []string `json:"required"`
+	}
+	if !isJSONObjectText(tool.InputSchema) || json.Unmarshal(tool.InputSchema, &schema) != nil || schema.Type != "object" {
+		return nil, errors.New(`inputSchema must be a JSON Schema object with "type": "object" and a string array "required", if any`)
+	}
+	if tool.OutputSchema != nil && !isJSONObjectText(tool.OutputSchema) {
+		return nil, errors.New("outputSchema must be a JSON object")
+	}
+	if tool.Meta != nil && !isJSONObjectText(tool.Meta) {
+		return nil, errors.New("_meta must be a JSON object")
+	}
+	tool.InputSchema = slices.Clone(tool.InputSchema)
+	tool.OutputSchema = slices.Clone(tool.OutputSchema)
+	tool.Meta = slices.Clone(tool.Meta)
+	tool.Icons = slices.Clone(tool.Icons)
+	if tool.Annotations != nil {
+		a := *tool.Annotations
+		tool.Annotations = &a
+	}
+	return &toolEntry{tool: tool, required: schema.Required, handler: handler}, nil
+}
+
+// isJSONObjectText reports whether raw is valid JSON text holding an object.
+func isJSONObjectText(raw json.RawMessage) bool { return json.Valid(raw) && isJSONObject(raw) }
+
+// forVersion returns the fields of t that protocol version v defines.
+func (t Tool) forVersion(v string) Tool {
+	if v == ProtocolVersion20250618 {
+		t.Icons = nil
+	}
+	return t
+}
+
+type listToolsResult struct {
+	Tools      []Tool `json:"tools"`
+	NextCursor string `json:"nextCursor,omitempty"`
+	resultEnvelope
+}
+
+func (rt *Runtime) listTools(c *call) Reply {
+	rt.mu.RLock()
+	list, generation := rt.cat.tools.snapshot()
+	rt.mu.RUnlock()
+	if len(list) == 0 {
+		return Reply{Error: methodNotFound(c.req.Method)}
+	}
+	cursor, rerr := cursorParam(c.params)
+	if rerr != nil {
+		return Reply{Error: rerr}
+	}
+	page, next, rerr := paginate(rt.cursors, listTools, list, generation, cursor, rt.pageSize)
+	if rerr != nil {
+		return Reply{Error: rerr}
+	}
+	tools := make([]Tool, len(page))
+	for i, e := range page {
+		tools[i] = e.tool.forVersion(c.version)
+	}
+	return rt.envelopeReply(c, true, nil, func(env resultEnvelope) any {
+		return listToolsResult{Tools: tools, NextCursor: next, resultEnvelope: env}
+	})
+}
+
+type callToolResult struct {
+	Content           []Content `json:"content"`
+	StructuredContent any       `json:"structuredContent,omitempty"`
+	IsError           bool      `json:"isError,omitempty"`
+	resultEnvelope
+}
+
+func (rt *Runtime) callTool(ctx context.Context, c *call) Reply {
+	rt.mu.RLock()
+	registered := len(rt.cat.tools.list) > 0
+	rt.mu.RUnlock()
+	if !registered {
+		return Reply{Error: methodNotFound(c.req.Method)}
+	}
+	name, ok := decodeString(c.params["name"])
+	if !ok {
+		return Reply{Error: invalidParams("Invalid params: tools/call requires a string name")}
+	}
+	args, present, rerr := argumentsParam(c.params)
+	if rerr != nil {
+		return Reply{Error: rerr}
+	}
+	rt.mu.RLock()
+	entry := rt.cat.tools.byKey[name]
+	rt.mu.RUnlock()
+	if entry == nil {
+		return Reply{Error: invalidParams("Unknown tool: " + name)}
+	}
+	if missing := missingKeys(present, entry.required); len(missing) > 0 {
+		return rt.toolResultReply(c, &ToolResult{
+			Content: []Content{TextContent(fmt.Sprintf("Invalid arguments for tool %s: missing required argument(s): %s", name, strings.Join(missing, ", ")))},
+			IsError: true,
+		})
+	}
+	req := c.handlerRequest()
+	req.Name, req.Arguments = name, args
+	res, err := runHandler(rt, c, name, func() (*ToolResult, error) { return entry.handler(ctx, req) })
+	if err != nil {
+		if _, isRPC := errors.AsType[*RPCError](err); isRPC {
+			return rt.handlerErrorReply(c, name, err)
+		}
+		if _, panicked := errors.AsType[*panicError](err); panicked {
+			return Reply{Error: internalError()}
+		}
+		res = &ToolResult{Content: []Content{TextContent(err.Error())}, IsError: true}
+	}
+	return rt.toolResultReply(c, res)
+}
+
+func (rt *Runtime) toolResultReply(c *call, res *ToolResult) Reply {
+	if res == nil {
+		res = &ToolResult{}
+	}
+	content := res.Content
+	if content == nil {
+		content = []Content{}
+	}
+	return rt.envelopeReply(c, false, res.Meta, func(env resultEnvelope) any {
+		return callToolResult{Content: content, StructuredContent: res.StructuredContent, IsError: res.IsError, resultEnvelope: env}
+	})
+}
+
+// cursorParam reads params.cursor; "" when absent.
+func cursorParam(params paramsObject) (string, *RPCError) {
+	raw, ok := params["cursor"]
+	if !ok {
+		return "", nil
+	}
+	cursor, ok := decodeString(raw)
+	if !ok {
+		return "", invalidParams("Invalid params: cursor must be a string")
+	}
+	return cursor, nil
+}
+
+// argumentsParam reads params.arguments, which must be an object when
+// present; absent arguments are {}. keys are the arguments' values by name.
+func argumentsParam(params paramsObject) (json.RawMessage, map[string]json.RawMessage, *RPCError) {
+	raw, ok := params["arguments"]
+	if !ok {
+		return json.RawMessage(`{}`), map[string]json.RawMessage{}, nil
+	}
+	var keys map[string]json.RawMessage
+	if !isJSONObject(raw) || json.Unmarshal(raw, &keys) != nil {
+		return nil, nil, invalidParams("Invalid params: arguments must be an object")
+	}
+	return raw, keys, nil
+}
+
+// missingKeys returns the names in required that present lacks, in order.
+func missingKeys[V any](present map[string]V, required []string) []string {
+	var missing []string
+	for _, name := range required {
+		if _, ok := present[name]; !ok {
+			missing = append(missing, name)
+		}
+	}
+	return missing
+}

@@ -1,0 +1,9 @@
+//go:build !unix
+
+package main
+
+import "os"
+
+// isolateOutput returns stdout unchanged where file descriptors cannot be
+// duplicated portably.
+func isolateOutput(stdout, stderr *os.File) (*os.File, error) { return stdout, nil }

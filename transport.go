@@ -1,0 +1,185 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// Transport defaults (SPEC §2).
+const (
+	DefaultWriteTimeout     = 5 * time.Second
+	DefaultMaxLineBytes     = 2_000_000
+	DefaultMaxSubscriptions = 32
+)
+
+// ErrClosed is returned by Notify when the transport is not serving: Serve has
+// not started yet or has returned.
+var ErrClosed = errors.New("mcpstdio: transport closed")
+
+// Options configure a Transport. A zero value means the default.
+type Options struct {
+	// Input and Output carry the newline-delimited JSON-RPC stream. Both are
+	// required. The transport never closes them.
+	Input  io.Reader
+	Output io.Writer
+
+	// WriteTimeout bounds each write to Output (default 5s). A write that
+	// fails or times out is terminal for the connection.
+	WriteTimeout time.Duration
+	// MaxLineBytes limits one input message, counting its newline (default
+	// 2,000,000).
+	MaxLineBytes int
+	// RequestTimeout is each request's deadline, counted from when it starts
+	// running; 0 means the executor's default (30s), negative means none.
+	RequestTimeout time.Duration
+	// MaxSubscriptions limits open subscriptions/listen streams (default 32).
+	MaxSubscriptions int
+	// NotificationMethods lists the methods Notify may send (default none).
+	NotificationMethods []string
+
+	// Executor runs the work. When nil the transport creates one with
+	// MaxConcurrency and MaxQueue (see ExecutorOptions) and closes it when
+	// Serve returns; an injected executor is never closed by the transport.
+	Executor       *Executor
+	MaxConcurrency int
+	MaxQueue       int
+
+	// Logger receives diagnostics, never protocol output (default
+	// slog.Default()).
+	Logger *slog.Logger
+}
+
+// Transport serves one newline-delimited JSON-RPC connection: it reads
+// Options.Input, hands each admitted message to a Dispatcher through an
+// Executor, and writes every answer to Options.Output. Construct it with
+// NewTransport, then call Serve once; Notify may be called from any goroutine
+// while Serve runs.
+type Transport struct {
+	opts       Options // validated; read-only after NewTransport
+	dispatcher Dispatcher
+	executor   *Executor
+	ownsExec   bool
+
+	started chan struct{} // closed when Serve starts
+	done    chan struct{} // closed when Serve returns
+	calls   chan *notifyCall
+
+	mu       sync.Mutex
+	serving  bool  // Serve was called
+	serveErr error // what Serve returned; set before done is closed
+}
+
+// NewTransport validates opts and returns a transport that will serve d.
+// An invalid option is reported as an error naming it.
+func NewTransport(d Dispatcher, opts Options) (*Transport, error) {
+	if d == nil {
+		return nil, errors.New("mcpstdio: nil Dispatcher")
+	}
+	if err := opts.normalize(); err != nil {
+		return nil, err
+	}
+	t := &Transport{
+		opts:       opts,
+		dispatcher: d,
+		executor:   opts.Executor,
+		started:    make(chan struct{}),
+		done:       make(chan struct{}),
+		calls:      make(chan *notifyCall),
+	}
+	if t.executor == nil {
+		e, err := NewExecutor(ExecutorOptions{MaxConcurrency: opts.MaxConcurrency, MaxQueue: opts.MaxQueue})
+		if err != nil {
+			return nil, fmt.Errorf("mcpstdio: %w", err)
+		}
+		t.executor, t.ownsExec = e, true
+	}
+	return t, nil
+}
+
+func (o *Options) normalize() error {
+	switch {
+	case o.Input == nil:
+		return errors.New("mcpstdio: Options.Input is nil")
+	case o.Output == nil:
+		return errors.New("mcpstdio: Options.Output is nil")
+	case o.WriteTimeout < 0:
+		return fmt.Errorf("mcpstdio: Options.WriteTimeout must be positive, got %v", o.WriteTimeout)
+	case o.MaxLineBytes < 0:
+		return fmt.Errorf("mcpstdio: Options.MaxLineBytes must be positive, got %d", o.MaxLineBytes)
+	case o.MaxSubscriptions < 0:
+		return fmt.Errorf("mcpstdio: Options.MaxSubscriptions must be positive, got %d", o.MaxSubscriptions)
+	case o.Executor != nil && (o.MaxConcurrency != 0 || o.MaxQueue != 0):
+		return errors.New("mcpstdio: Options.MaxConcurrency and MaxQueue apply only when the transport creates its executor")
+	}
+	if err := validateNotificationMethods(o.NotificationMethods); err != nil {
+		return err
+	}
+	o.NotificationMethods = append([]string(nil), o.NotificationMethods...)
+	if o.WriteTimeout == 0 {
+		o.WriteTimeout = DefaultWriteTimeout
+	}
+	if o.MaxLineBytes == 0 {
+		o.MaxLineBytes = DefaultMaxLineBytes
+	}
+	if o.MaxSubscriptions == 0 {
+		o.MaxSubscriptions = DefaultMaxSubscriptions
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return nil
+}
+
+// Serve runs the connection until it ends, and may be called once.
+//
+//   - At the end of Input it stops reading, lets every admitted request run to
+//     completion (or to its RequestTimeout), writes every answer, and returns
+//     nil. Empty input returns nil at once.
+//   - When a write fails or does not finish within WriteTimeout it cancels all
+//     work, writes nothing more, and returns an *OutputError
+//     (errors.Is(err, ErrOutputFailed)).
+//   - When ctx is cancelled it cancels all work, writes nothing more, and
+//     returns ctx.Err(); a write in flight is waited for, up to WriteTimeout.
+//   - When an injected executor is closed it answers every pending request
+//     -32603 "Request worker failed" and returns ErrExecutorClosed.
+//
+// Serve never closes Input or Output. A Read of Input that never returns keeps
+// the reading goroutine alive after Serve has returned.
+func (t *Transport) Serve(ctx context.Context) (err error) {
+	t.mu.Lock()
+	if t.serving {
+		t.mu.Unlock()
+		return errors.New("mcpstdio: Serve called twice")
+	}
+	t.serving = true
+	t.mu.Unlock()
+
+	c := newCoordinator(ctx, t)
+	close(t.started)
+	defer func() {
+		c.shutdown()
+		if t.ownsExec {
+			t.executor.Close()
+		}
+		t.mu.Lock()
+		t.serveErr = err
+		t.mu.Unlock()
+		close(t.done)
+	}()
+	return c.run()
+}
+
+// Serve serves d on one connection described by opts until it ends; see
+// Transport.Serve.
+func Serve(ctx context.Context, d Dispatcher, opts Options) error {
+	t, err := NewTransport(d, opts)
+	if err != nil {
+		return err
+	}
+	return t.Serve(ctx)
+}
