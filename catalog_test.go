@@ -232,8 +232,9 @@ func TestReferenceToolsList(t *testing.T) {
 	rt := newCatalogRuntime(t)
 	wantNames := []string{
 		"echo", "json_schema_2020_12_tool", "sleep", "test_audio_content", "test_embedded_resource",
-		"test_error_handling", "test_image_content", "test_missing_capability",
-		"test_multiple_content_types", "test_simple_text",
+		"test_error_handling", "test_image_content", "test_logging_tool", "test_missing_capability",
+		"test_multiple_content_types", "test_simple_text", "test_tool_with_logging", "test_tool_with_progress",
+		"test_trigger_prompt_change", "test_trigger_tool_change",
 	}
 	for _, version := range catalogVersions() {
 		t.Run(version, func(t *testing.T) {

@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
+	"maps"
+	"slices"
 )
 
 // inbound is one event from the reading goroutine: a decoded line, an
@@ -25,12 +28,20 @@ type execution struct {
 	method string
 	// request is false for a notification, whose outcome writes nothing.
 	request bool
+	// outgoing are the ids of its server-to-client requests still waiting.
+	outgoing []string
+}
+
+// subscription is an open 2026 subscriptions/listen stream.
+type subscription struct {
+	id     string // the listen request's canonical id, also its subscriptionId
+	filter *ListenFilter
 }
 
 // workResult is what a worker hands back through the executor.
 type workResult struct {
-	frame       []byte   // nil: nothing to write
-	initialized *Session // a successful initialize's negotiation
+	frame []byte // nil: nothing to write
+	reply Reply  // the dispatcher's reply, for its effects on the connection
 }
 
 // coordinator owns all state of one connection. Every field is owned by the
@@ -42,29 +53,46 @@ type coordinator struct {
 	sub    *Submitter
 	writer *frameWriter
 
-	lines    chan inbound  // from the reading goroutine; nil after end of input
-	stopRead chan struct{} // closed at shutdown so the reading goroutine never blocks on send
+	lines     chan inbound   // from the reading goroutine; nil after end of input
+	done      chan struct{}  // closed at shutdown: no goroutine waits on the coordinator after it
+	peerCalls chan *peerCall // from running requests' Peers
+	changes   *changeBox     // from the dispatcher, when it is a ChangeSource
+	stopWatch func()
 
 	session Session
 	header  map[string]string // synthesized request headers; replaced, never mutated
 
 	byID  map[string]*execution       // tracked in-flight requests by canonical id
 	byRef map[ExecutionRef]*execution // everything admitted and not yet answered
+
+	outgoing    map[string]*outgoingRequest // server-to-client requests by canonical id
+	outgoingSeq uint64
+	subs        map[string]*subscription // open listen streams by canonical id
+	resourceSub map[string]bool          // URIs of resources/subscribe (initialize era)
 }
 
 func newCoordinator(ctx context.Context, t *Transport) *coordinator {
 	c := &coordinator{
-		ctx:      ctx,
-		t:        t,
-		log:      t.opts.Logger,
-		sub:      t.executor.NewSubmitter(),
-		writer:   newFrameWriter(t.opts.Output, t.opts.WriteTimeout),
-		lines:    make(chan inbound),
-		stopRead: make(chan struct{}),
-		byID:     make(map[string]*execution),
-		byRef:    make(map[ExecutionRef]*execution),
+		ctx:         ctx,
+		t:           t,
+		log:         t.opts.Logger,
+		sub:         t.executor.NewSubmitter(),
+		writer:      newFrameWriter(t.opts.Output, t.opts.WriteTimeout),
+		lines:       make(chan inbound),
+		done:        make(chan struct{}),
+		peerCalls:   make(chan *peerCall),
+		stopWatch:   func() {},
+		byID:        make(map[string]*execution),
+		byRef:       make(map[ExecutionRef]*execution),
+		outgoing:    make(map[string]*outgoingRequest),
+		subs:        make(map[string]*subscription),
+		resourceSub: make(map[string]bool),
 	}
-	go readLines(newLineReader(t.opts.Input, t.opts.MaxLineBytes, defaultReadChunk), c.lines, c.stopRead)
+	if src, ok := t.dispatcher.(ChangeSource); ok {
+		c.changes = newChangeBox()
+		c.stopWatch = src.WatchChanges(c.changes.put)
+	}
+	go readLines(newLineReader(t.opts.Input, t.opts.MaxLineBytes, defaultReadChunk), c.lines, c.done)
 	return c
 }
 
@@ -108,6 +136,10 @@ func (c *coordinator) run() error {
 			err = c.onInbound(in)
 		case o := <-c.sub.Outcomes():
 			err = c.onOutcome(o)
+		case call := <-c.peerCalls:
+			err = c.onPeerCall(call)
+		case <-c.changeSignal():
+			err = c.onChanges(c.changes.take())
 		case call := <-c.t.calls:
 			err = c.onNotify(call)
 		case <-c.t.executor.Done():
@@ -124,9 +156,19 @@ func (c *coordinator) run() error {
 // shutdown cancels all work still admitted and releases the connection's
 // goroutines. Nothing is written.
 func (c *coordinator) shutdown() {
+	c.stopWatch()
 	c.sub.Close()
-	close(c.stopRead)
+	close(c.done)
 	c.writer.close()
+}
+
+// changeSignal is the channel that says changes are waiting; nil (never
+// ready) when the dispatcher reports none.
+func (c *coordinator) changeSignal() <-chan struct{} {
+	if c.changes == nil {
+		return nil
+	}
+	return c.changes.signal
 }
 
 func (c *coordinator) write(frame []byte) error {
@@ -142,11 +184,11 @@ func (c *coordinator) onInbound(in inbound) error {
 	case in.tooLong:
 		return c.write(errorFrame("", errLineLimit(c.t.opts.MaxLineBytes)))
 	case in.eof:
-		c.lines = nil
+		c.onEOF()
 		return nil
 	case in.readErr != nil:
 		c.log.Error("mcpstdio: reading input failed; treating it as end of input", "err", in.readErr)
-		c.lines = nil
+		c.onEOF()
 		return c.write(errorFrame("", errReadInput))
 	case in.parseErr != nil:
 		c.log.Debug("mcpstdio: unparsable line", "err", in.parseErr)
@@ -159,7 +201,8 @@ func (c *coordinator) onInbound(in inbound) error {
 // that decoded.
 func (c *coordinator) onMessage(env envelope) error {
 	if env.kind == kindObject && env.method == nil && (env.result != nil || env.errorV != nil) {
-		return nil // a response from the client; no server-to-client request awaits one
+		c.onClientResponse(env)
+		return nil
 	}
 	method, methodOK := decodeString(env.method)
 	id, tracked := "", false
@@ -172,14 +215,14 @@ func (c *coordinator) onMessage(env envelope) error {
 		return nil
 	}
 	if tracked {
-		if _, busy := c.byID[id]; busy {
+		if c.inFlight(id) {
 			return c.write(errorFrame(id, errDuplicateID))
 		}
 	} else {
 		id = ""
 	}
 	ex := &execution{id: id, method: method, request: !isNotification}
-	ref, err := c.sub.Submit(id, c.t.opts.RequestTimeout, c.work(env, id, c.session, c.header))
+	ref, err := c.sub.Submit(id, c.t.opts.RequestTimeout, c.work(env, ex, c.session, c.header))
 	switch {
 	case errors.Is(err, ErrOverloaded):
 		if !ex.request {
@@ -202,10 +245,19 @@ func (c *coordinator) onMessage(env envelope) error {
 	return nil
 }
 
+// inFlight reports whether id names a running request or an open
+// subscription.
+func (c *coordinator) inFlight(id string) bool {
+	_, running := c.byID[id]
+	_, listening := c.subs[id]
+	return running || listening
+}
+
 // work returns the job that validates the envelope and dispatches the
-// message. It runs on an executor worker and touches no coordinator state: the
-// session and header are snapshots.
-func (c *coordinator) work(env envelope, id string, session Session, header map[string]string) func(context.Context) any {
+// message. It runs on an executor worker and touches no coordinator state:
+// the session and header are snapshots, and ex is passed on, never read.
+func (c *coordinator) work(env envelope, ex *execution, session Session, header map[string]string) func(context.Context) any {
+	id := ex.id
 	return func(ctx context.Context) any {
 		req, rpcErr := admit(env, id)
 		if rpcErr != nil {
@@ -215,14 +267,19 @@ func (c *coordinator) work(env envelope, id string, session Session, header map[
 			return workResult{}
 		}
 		req.Session, req.Header = session, header
+		if req.ID != nil {
+			req.Peer = &requestPeer{calls: c.peerCalls, done: c.done, ex: ex}
+		}
 		r := c.t.dispatcher.Dispatch(ctx, req)
-		if req.ID == nil {
+		switch {
+		case req.ID == nil:
 			return workResult{}
-		}
-		if r.Error != nil {
+		case r.Error != nil:
 			return workResult{frame: errorFrame(id, r.Error)}
+		case r.Listen != nil:
+			return workResult{reply: r}
 		}
-		return workResult{frame: resultFrame(id, r.Result), initialized: r.Initialized}
+		return workResult{frame: resultFrame(id, r.Result), reply: r}
 	}
 }
 
@@ -235,10 +292,10 @@ func (c *coordinator) onOutcome(o Outcome) error {
 	switch o.Kind {
 	case OutcomeCompleted:
 		res := o.Value.(workResult)
-		if res.initialized != nil {
-			c.session = *res.initialized
-			c.header = map[string]string{"mcp-protocol-version": res.initialized.ProtocolVersion}
+		if res.reply.Listen != nil {
+			return c.openSubscription(ex.id, res.reply.Listen)
 		}
+		c.applyReply(res.reply)
 		if res.frame == nil {
 			return nil
 		}
@@ -259,10 +316,50 @@ func (c *coordinator) onOutcome(o Outcome) error {
 	return nil
 }
 
+// applyReply records what a successful reply changes on the connection,
+// before the reply is written, so every later message sees it.
+func (c *coordinator) applyReply(r Reply) {
+	if r.Initialized != nil {
+		c.session = *r.Initialized
+		c.header = map[string]string{"mcp-protocol-version": r.Initialized.ProtocolVersion}
+	}
+	if r.LogLevel != "" {
+		c.session.LogLevel = r.LogLevel
+	}
+	if r.Subscribe != "" {
+		c.resourceSub[r.Subscribe] = true
+	}
+	if r.Unsubscribe != "" {
+		delete(c.resourceSub, r.Unsubscribe)
+	}
+}
+
+// forget drops a finished, cancelled or timed-out execution: its id is free
+// and its server-to-client requests still waiting fail at once.
 func (c *coordinator) forget(ex *execution) {
 	delete(c.byRef, ex.ref)
 	if ex.id != "" {
 		delete(c.byID, ex.id)
+	}
+	for _, id := range ex.outgoing {
+		if out, ok := c.outgoing[id]; ok {
+			delete(c.outgoing, id)
+			out.reply <- peerReply{err: ErrRequestEnded}
+		}
+	}
+}
+
+// live reports whether ex is still admitted and unanswered.
+func (c *coordinator) live(ex *execution) bool { return c.byRef[ex.ref] == ex }
+
+// onEOF stops reading: open subscriptions close without a final message, and
+// server-to-client requests fail, since no response can arrive any more.
+func (c *coordinator) onEOF() {
+	c.lines = nil
+	clear(c.subs)
+	for id, out := range c.outgoing {
+		delete(c.outgoing, id)
+		out.reply <- peerReply{err: ErrNoClientInput}
 	}
 }
 
@@ -284,12 +381,138 @@ func (c *coordinator) onCancel(params []byte) {
 	if !tracked {
 		return
 	}
+	if _, ok := c.subs[id]; ok {
+		delete(c.subs, id)
+		return
+	}
 	ex, ok := c.byID[id]
 	if !ok || ex.method == "initialize" {
 		return
 	}
 	c.sub.Cancel(id)
 	c.forget(ex)
+}
+
+// onPeerCall writes a running request's notification, or sends its
+// server-to-client request, unless the request has ended.
+func (c *coordinator) onPeerCall(call *peerCall) error {
+	switch {
+	case !c.live(call.ex):
+		call.reply <- peerReply{err: ErrRequestEnded}
+		return nil
+	case call.frame != nil:
+		err := c.write(call.frame)
+		call.reply <- peerReply{err: err}
+		return err
+	case c.lines == nil:
+		call.reply <- peerReply{err: ErrNoClientInput}
+		return nil
+	}
+	c.outgoingSeq++
+	id := outgoingID(c.outgoingSeq)
+	frame, err := requestFrame(id, call.method, call.params)
+	if err != nil {
+		call.reply <- peerReply{err: err}
+		return nil
+	}
+	c.outgoing[id] = &outgoingRequest{ex: call.ex, reply: call.reply}
+	call.ex.outgoing = append(call.ex.outgoing, id)
+	return c.write(frame)
+}
+
+// onClientResponse routes the client's response to the server-to-client
+// request waiting for it; any other response is dropped.
+func (c *coordinator) onClientResponse(env envelope) {
+	id, ok := canonicalID(env.id)
+	if !ok {
+		return
+	}
+	out, ok := c.outgoing[id]
+	if !ok {
+		return
+	}
+	delete(c.outgoing, id)
+	out.ex.outgoing = slices.DeleteFunc(out.ex.outgoing, func(s string) bool { return s == id })
+	out.reply <- clientResponse(env)
+}
+
+// openSubscription turns a listen request into an open stream and
+// acknowledges it, or refuses it over MaxSubscriptions.
+func (c *coordinator) openSubscription(id string, filter *ListenFilter) error {
+	if len(c.subs) >= c.t.opts.MaxSubscriptions {
+		return c.write(errorFrame(id, errSubscriptionCapacity))
+	}
+	if c.lines == nil {
+		return nil // end of input: it would be closed at once
+	}
+	c.subs[id] = &subscription{id: id, filter: filter}
+	params := filter.Notifications
+	if params == nil {
+		params = json.RawMessage(`{}`)
+	}
+	frame, err := notificationFrame("notifications/subscriptions/acknowledged", subscriptionParams(`{"notifications":`+string(params), id))
+	if err != nil {
+		return err
+	}
+	return c.write(frame)
+}
+
+// subscriptionParams closes the params object prefix with the _meta that tags
+// a listen stream's frames.
+func subscriptionParams(prefix, id string) json.RawMessage {
+	if prefix == "{" {
+		return json.RawMessage(`{"_meta":{"io.modelcontextprotocol/subscriptionId":` + id + `}}`)
+	}
+	return json.RawMessage(prefix + `,"_meta":{"io.modelcontextprotocol/subscriptionId":` + id + `}}`)
+}
+
+// onChanges forwards catalog changes: in the initialize era as list_changed
+// and resources/updated notifications, on 2026 listen streams as tagged
+// notifications to the streams that asked for them.
+func (c *coordinator) onChanges(changes []Change) error {
+	for _, change := range changes {
+		if err := c.forwardChange(change); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *coordinator) forwardChange(change Change) error {
+	prefix := "{"
+	if change.Kind == ResourceUpdated {
+		uri, err := marshalJSON(change.URI)
+		if err != nil {
+			return nil
+		}
+		prefix = `{"uri":` + string(uri)
+	}
+	legacy := c.session.ProtocolVersion != "" && (change.Kind != ResourceUpdated || c.resourceSub[change.URI])
+	if legacy {
+		var params json.RawMessage
+		if prefix != "{" {
+			params = json.RawMessage(prefix + "}")
+		}
+		frame, err := notificationFrame(change.method(), params)
+		if err == nil {
+			if err := c.write(frame); err != nil {
+				return err
+			}
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(c.subs)) {
+		if !c.subs[id].filter.wants(change) {
+			continue
+		}
+		frame, err := notificationFrame(change.method(), subscriptionParams(prefix, id))
+		if err != nil {
+			continue
+		}
+		if err := c.write(frame); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (c *coordinator) onNotify(call *notifyCall) error {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 )
 
@@ -91,6 +92,84 @@ type Reply struct {
 	// the coordinator as the connection's Session before the reply is written,
 	// so every later message carries it.
 	Initialized *Session
+	// LogLevel, set on the successful reply to logging/setLevel, becomes the
+	// connection's Session.LogLevel before the reply is written.
+	LogLevel string
+	// Subscribe and Unsubscribe, set on the successful reply to
+	// resources/subscribe and resources/unsubscribe, add the URI to or remove
+	// it from the connection's subscriptions (initialize era).
+	Subscribe, Unsubscribe string
+	// Listen, set on the successful reply to subscriptions/listen (2026),
+	// turns the request into an open subscription: the transport keeps its id
+	// in flight, writes notifications/subscriptions/acknowledged instead of a
+	// response, then forwards the requested changes until the client cancels
+	// it or the connection ends.
+	Listen *ListenFilter
+}
+
+// ListenFilter is what a subscriptions/listen stream receives: the honoured
+// subset of what the client asked for. Notifications is the JSON object sent
+// back in the acknowledgement.
+type ListenFilter struct {
+	ToolsListChanged     bool
+	PromptsListChanged   bool
+	ResourcesListChanged bool
+	ResourceURIs         []string
+	Notifications        json.RawMessage
+}
+
+// wants reports whether the stream asked for change.
+func (f *ListenFilter) wants(change Change) bool {
+	switch change.Kind {
+	case ToolsChanged:
+		return f.ToolsListChanged
+	case PromptsChanged:
+		return f.PromptsListChanged
+	case ResourcesChanged:
+		return f.ResourcesListChanged
+	case ResourceUpdated:
+		return slices.Contains(f.ResourceURIs, change.URI)
+	}
+	return false
+}
+
+// ChangeKind says what changed in a server's catalog.
+type ChangeKind uint8
+
+const (
+	ToolsChanged ChangeKind = iota + 1
+	PromptsChanged
+	ResourcesChanged
+	ResourceUpdated // the contents of one resource, Change.URI
+)
+
+// Change is one event a ChangeSource reports.
+type Change struct {
+	Kind ChangeKind
+	URI  string
+}
+
+// method is the notification that announces the change.
+func (c Change) method() string {
+	switch c.Kind {
+	case ToolsChanged:
+		return "notifications/tools/list_changed"
+	case PromptsChanged:
+		return "notifications/prompts/list_changed"
+	case ResourcesChanged:
+		return "notifications/resources/list_changed"
+	}
+	return "notifications/resources/updated"
+}
+
+// A ChangeSource is a Dispatcher whose catalog changes while it serves. The
+// transport watches it for the whole connection and forwards each change to
+// the client: list_changed and resources/updated notifications in the
+// initialize era, tagged notifications on 2026 subscriptions/listen streams.
+type ChangeSource interface {
+	// WatchChanges calls notify for every later change until stop is called.
+	// notify may be called from any goroutine and must not block.
+	WatchChanges(notify func(Change)) (stop func())
 }
 
 // RPCError is a JSON-RPC error object. Message is sent to the client as is:

@@ -16,6 +16,8 @@ var (
 	errCapacity        = &RPCError{Code: CodeInternalError, Message: "Server execution capacity exhausted"}
 	errRequestTimedOut = &RPCError{Code: CodeInternalError, Message: "Request execution timed out"}
 	errWorkerFailed    = &RPCError{Code: CodeInternalError, Message: "Request worker failed"}
+
+	errSubscriptionCapacity = &RPCError{Code: CodeInternalError, Message: "Server subscription capacity exhausted"}
 )
 
 func errLineLimit(maxLineBytes int) *RPCError {

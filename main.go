@@ -111,7 +111,13 @@ func run(args []string, stdin, stdout, stderr *os.File) int {
 	rt, err := NewRuntime(RuntimeOptions{
 		ServerInfo:       Implementation{Name: "mcpstdio", Title: "mcpstdio reference server", Version: serverVersion},
 		ProtocolVersions: c.protocols,
-		Logger:           logger,
+		Logging:          true,
+		// The reference server announces list changes and resource updates.
+		ToolsListChanged:     true,
+		PromptsListChanged:   true,
+		ResourcesListChanged: true,
+		ResourcesSubscribe:   true,
+		Logger:               logger,
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, "mcpstdio: -protocols:", err)

@@ -42,6 +42,19 @@ type RuntimeOptions struct {
 	ToolsListChanged     bool
 	PromptsListChanged   bool
 	ResourcesListChanged bool
+	// Logging advertises the logging capability: handlers send log messages
+	// with HandlerRequest.Log, and initialize-era clients may call
+	// logging/setLevel.
+	Logging bool
+	// ResourcesSubscribe advertises resources.subscribe: clients may
+	// subscribe to resources (resources/subscribe, or resourceSubscriptions
+	// of subscriptions/listen) and get the updates NotifyResourceUpdated
+	// announces.
+	ResourcesSubscribe bool
+	// DefaultLogLevel, when set, is the level of notifications/message sent
+	// to an initialize-era connection before it calls logging/setLevel;
+	// empty means none are sent until it does.
+	DefaultLogLevel string
 	// Logger receives diagnostics (handler panics, results that failed to
 	// encode); nil discards them. Never written to the protocol output.
 	Logger *slog.Logger
@@ -67,8 +80,14 @@ type Runtime struct {
 	serverInfoJSON json.RawMessage // info, encoded
 	serverInfoMeta json.RawMessage // {"io.modelcontextprotocol/serverInfo": info}
 
+	defaultLogLevel    string
+	logging            bool
+	resourcesSubscribe bool
+
 	mu  sync.RWMutex
 	cat catalog // guarded by mu
+
+	watchers changeWatchers
 }
 
 var _ Dispatcher = (*Runtime)(nil)
@@ -94,6 +113,8 @@ func NewRuntime(opts RuntimeOptions) (*Runtime, error) {
 		cursors:      cursors,
 		cat:          newCatalog(),
 	}
+	rt.defaultLogLevel = opts.DefaultLogLevel
+	rt.logging, rt.resourcesSubscribe = opts.Logging, opts.ResourcesSubscribe
 	rt.listChanged[listTools] = opts.ToolsListChanged
 	rt.listChanged[listPrompts] = opts.PromptsListChanged
 	rt.listChanged[listResources] = opts.ResourcesListChanged
@@ -136,6 +157,9 @@ func validateRuntimeOptions(opts *RuntimeOptions) error {
 	default:
 		return fmt.Errorf("CacheScope %q is neither %q nor %q", opts.CacheScope, CacheScopePrivate, CacheScopePublic)
 	}
+	if opts.DefaultLogLevel != "" && logSeverity(opts.DefaultLogLevel) < 0 {
+		return fmt.Errorf("DefaultLogLevel %q is not an MCP log level", opts.DefaultLogLevel)
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -156,6 +180,7 @@ type call struct {
 	req    *Request
 	params paramsObject
 	dialectInfo
+	logThreshold string
 }
 
 // Dispatch serves one admitted message. Notifications (req.ID == nil) get an
@@ -176,6 +201,7 @@ func (rt *Runtime) Dispatch(ctx context.Context, req *Request) Reply {
 		return Reply{Error: rerr}
 	}
 	c := &call{req: req, params: params, dialectInfo: info}
+	c.logThreshold = rt.logThreshold(c)
 	switch {
 	case c.era != eraStateless && req.Method == "initialize":
 		return rt.initialize(c)
@@ -185,6 +211,14 @@ func (rt *Runtime) Dispatch(ctx context.Context, req *Request) Reply {
 		return Reply{Error: missingMetaError(c.meta != nil)}
 	case c.era == eraStateless && req.Method == "server/discover":
 		return rt.discover(c)
+	case c.era == eraStateless && req.Method == "subscriptions/listen":
+		return rt.listen(c)
+	case c.era == eraLegacy && req.Method == "logging/setLevel" && rt.logging:
+		return rt.setLogLevel(c)
+	case c.era == eraLegacy && req.Method == "resources/subscribe" && rt.resourcesSubscribe && rt.servesResources():
+		return rt.subscribeResource(c, true)
+	case c.era == eraLegacy && req.Method == "resources/unsubscribe" && rt.resourcesSubscribe && rt.servesResources():
+		return rt.subscribeResource(c, false)
 	}
 	return rt.serveCatalog(ctx, c)
 }
@@ -237,6 +271,11 @@ type HandlerRequest struct {
 	// Variables are the values a resource template's variables matched,
 	// percent-decoded; nil for a static resource.
 	Variables map[string]string
+
+	peer          Peer            // nil when there is no client to reach
+	progressToken json.RawMessage // the request's _meta.progressToken, nil when absent
+	logThreshold  string          // see Runtime.logThreshold
+	progress      progressState
 }
 
 // Bind decodes Arguments into v with encoding/json.
@@ -280,6 +319,9 @@ func (c *call) handlerRequest() *HandlerRequest {
 		ClientInfo:         c.clientInfo,
 		ClientCapabilities: c.clientCapabilities,
 		Meta:               c.meta,
+		peer:               c.req.Peer,
+		progressToken:      c.progressToken,
+		logThreshold:       c.logThreshold,
 	}
 }
 
@@ -382,12 +424,14 @@ func internalError() *RPCError {
 // are registered.
 type serverCapabilities struct {
 	Completions *struct{}       `json:"completions,omitempty"`
+	Logging     *struct{}       `json:"logging,omitempty"`
 	Prompts     *listCapability `json:"prompts,omitempty"`
 	Resources   *listCapability `json:"resources,omitempty"`
 	Tools       *listCapability `json:"tools,omitempty"`
 }
 
 type listCapability struct {
+	Subscribe   bool `json:"subscribe,omitempty"`
 	ListChanged bool `json:"listChanged,omitempty"`
 }
 
@@ -396,6 +440,9 @@ func (rt *Runtime) capabilities() serverCapabilities {
 	rt.mu.RLock()
 	defer rt.mu.RUnlock()
 	var caps serverCapabilities
+	if rt.logging {
+		caps.Logging = &struct{}{}
+	}
 	if rt.cat.completers > 0 {
 		caps.Completions = &struct{}{}
 	}
@@ -403,7 +450,7 @@ func (rt *Runtime) capabilities() serverCapabilities {
 		caps.Prompts = &listCapability{ListChanged: rt.listChanged[listPrompts]}
 	}
 	if len(rt.cat.resources.list) > 0 || len(rt.cat.templates.list) > 0 {
-		caps.Resources = &listCapability{ListChanged: rt.listChanged[listResources]}
+		caps.Resources = &listCapability{Subscribe: rt.resourcesSubscribe, ListChanged: rt.listChanged[listResources]}
 	}
 	if len(rt.cat.tools.list) > 0 {
 		caps.Tools = &listCapability{ListChanged: rt.listChanged[listTools]}

@@ -65,6 +65,7 @@ func (rt *Runtime) AddPrompt(p Prompt, handler PromptHandler) error {
 	if !rt.cat.prompts.add(p.Name, &promptEntry{prompt: p, handler: handler}) {
 		return fmt.Errorf("adding prompt %q: a prompt of that name is already registered", p.Name)
 	}
+	rt.AnnounceListChanged(PromptsChanged)
 	return nil
 }
 
@@ -76,7 +77,7 @@ func (rt *Runtime) RemovePrompt(name string) bool {
 	if e := rt.cat.prompts.byKey[name]; e != nil {
 		rt.cat.completers -= len(e.completers)
 	}
-	return rt.cat.prompts.remove(name)
+	return rt.announceIf(rt.cat.prompts.remove(name), PromptsChanged)
 }
 
 func checkPrompt(p Prompt, handler PromptHandler) error {

@@ -85,6 +85,7 @@ func (rt *Runtime) AddResource(r Resource, handler ResourceHandler) error {
 	if !rt.cat.resources.add(r.URI, &resourceEntry{resource: r, handler: handler}) {
 		return fmt.Errorf("adding resource %q: a resource with that URI is already registered", r.URI)
 	}
+	rt.AnnounceListChanged(ResourcesChanged)
 	return nil
 }
 
@@ -107,6 +108,7 @@ func (rt *Runtime) AddResourceTemplate(t ResourceTemplate, handler ResourceHandl
 	if !rt.cat.templates.add(t.URITemplate, &templateEntry{template: t, parsed: parsed, handler: handler}) {
 		return fmt.Errorf("adding resource template %q: that template is already registered", t.URITemplate)
 	}
+	rt.AnnounceListChanged(ResourcesChanged)
 	return nil
 }
 
@@ -115,7 +117,7 @@ func (rt *Runtime) AddResourceTemplate(t ResourceTemplate, handler ResourceHandl
 func (rt *Runtime) RemoveResource(uri string) bool {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	return rt.cat.resources.remove(uri)
+	return rt.announceIf(rt.cat.resources.remove(uri), ResourcesChanged)
 }
 
 // RemoveResourceTemplate unregisters a template, with its completion
@@ -126,7 +128,7 @@ func (rt *Runtime) RemoveResourceTemplate(uriTemplate string) bool {
 	if e := rt.cat.templates.byKey[uriTemplate]; e != nil {
 		rt.cat.completers -= len(e.completers)
 	}
-	return rt.cat.templates.remove(uriTemplate)
+	return rt.announceIf(rt.cat.templates.remove(uriTemplate), ResourcesChanged)
 }
 
 func checkResourceFields(uri, name string, meta json.RawMessage, handler ResourceHandler) error {

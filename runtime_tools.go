@@ -77,6 +77,7 @@ func (rt *Runtime) AddTool(tool Tool, handler ToolHandler) error {
 	if !rt.cat.tools.add(tool.Name, entry) {
 		return fmt.Errorf("adding tool %q: a tool of that name is already registered", tool.Name)
 	}
+	rt.AnnounceListChanged(ToolsChanged)
 	return nil
 }
 
@@ -85,7 +86,7 @@ func (rt *Runtime) AddTool(tool Tool, handler ToolHandler) error {
 func (rt *Runtime) RemoveTool(name string) bool {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	return rt.cat.tools.remove(name)
+	return rt.announceIf(rt.cat.tools.remove(name), ToolsChanged)
 }
 
 func newToolEntry(tool Tool, handler ToolHandler) (*toolEntry, error) {

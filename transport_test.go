@@ -151,6 +151,11 @@ func TestCancelQueuedRequest(t *testing.T) {
 	h.d.waitStarted(t)
 	h.send(`{"jsonrpc":"2.0","id":2,"method":"block"}`)
 	h.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}`)
+	// The coordinator answers a parse error inline, so once that answer is
+	// out, the cancellation before it has been handled.
+	if got := h.roundTrip(`sync`); !strings.Contains(got, `"code":-32700`) {
+		t.Fatalf("got %s", got)
+	}
 	h.d.release <- struct{}{}
 	if got := h.next(); !strings.Contains(got, `"id":1,`) {
 		t.Fatalf("got %s", got)

@@ -1,0 +1,141 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"sync"
+)
+
+// ErrRequestEnded is returned by a Peer whose request has already been
+// answered, cancelled or timed out: nothing is written for it any more.
+var ErrRequestEnded = errors.New("mcpstdio: request already ended")
+
+// ErrNoClientInput is returned by Peer.Request once the client's input has
+// ended: no response can arrive.
+var ErrNoClientInput = errors.New("mcpstdio: client input ended; no response can arrive")
+
+// requestPeer is the Peer of one running request. It only passes calls to the
+// coordinator, which decides, in its own goroutine, whether the request is
+// still live.
+type requestPeer struct {
+	calls chan<- *peerCall
+	done  <-chan struct{} // closed when the coordinator stops
+	ex    *execution      // identity only: never read outside the coordinator
+}
+
+// peerCall is a notification frame to write, or a server-to-client request
+// to send, on behalf of a running request.
+type peerCall struct {
+	ex     *execution
+	frame  []byte // a notification; nil for a request
+	method string // a request's method and params
+	params json.RawMessage
+	reply  chan peerReply // buffered: the coordinator never waits on the caller
+}
+
+type peerReply struct {
+	result json.RawMessage
+	err    error
+}
+
+func (p *requestPeer) Notify(ctx context.Context, method string, params json.RawMessage) error {
+	frame, err := notificationFrame(method, params)
+	if err != nil {
+		return err
+	}
+	_, err = p.call(ctx, &peerCall{ex: p.ex, frame: frame})
+	return err
+}
+
+func (p *requestPeer) Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	return p.call(ctx, &peerCall{ex: p.ex, method: method, params: params})
+}
+
+func (p *requestPeer) call(ctx context.Context, call *peerCall) (json.RawMessage, error) {
+	call.reply = make(chan peerReply, 1)
+	select {
+	case p.calls <- call:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-p.done:
+		return nil, ErrClosed
+	}
+	select {
+	case r := <-call.reply:
+		return r.result, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-p.done:
+		return nil, ErrClosed
+	}
+}
+
+// outgoingRequest is a server-to-client request waiting for the client.
+type outgoingRequest struct {
+	ex    *execution
+	reply chan peerReply
+}
+
+// requestFrame returns the frame of a server-to-client request.
+func requestFrame(id, method string, params json.RawMessage) ([]byte, error) {
+	m, err := marshalJSON(method)
+	if err != nil {
+		return nil, err
+	}
+	frame := appendEnvelopeStart(make([]byte, 0, len(params)+len(m)+len(id)+48), id)
+	frame = append(frame, `,"method":`...)
+	frame = append(frame, m...)
+	if params != nil {
+		frame = append(frame, `,"params":`...)
+		frame = appendASCII(frame, params)
+	}
+	return append(frame, "}\n"...), nil
+}
+
+// clientResponse turns the client's response to a server-to-client request
+// into the reply its handler waits for.
+func clientResponse(env envelope) peerReply {
+	if env.errorV == nil {
+		return peerReply{result: json.RawMessage(env.result)}
+	}
+	var e RPCError
+	if err := json.Unmarshal(env.errorV, &e); err != nil {
+		return peerReply{err: &RPCError{Code: CodeInternalError, Message: "malformed error response from the client"}}
+	}
+	return peerReply{err: &e}
+}
+
+// outgoingID returns the canonical id of the n-th server-to-client request.
+// Client ids never route to it: only responses are matched against it.
+func outgoingID(n uint64) string { return `"mcpstdio-` + strconv.FormatUint(n, 10) + `"` }
+
+// changeBox collects a ChangeSource's changes for the coordinator without
+// ever blocking the source: changes queue under a lock and one signal wakes
+// the coordinator, which takes them all at once.
+type changeBox struct {
+	mu      sync.Mutex
+	pending []Change
+	signal  chan struct{} // capacity 1
+}
+
+func newChangeBox() *changeBox { return &changeBox{signal: make(chan struct{}, 1)} }
+
+func (b *changeBox) put(c Change) {
+	b.mu.Lock()
+	b.pending = append(b.pending, c)
+	b.mu.Unlock()
+	select {
+	case b.signal <- struct{}{}:
+	default:
+	}
+}
+
+func (b *changeBox) take() []Change {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	changes := b.pending
+	b.pending = nil
+	return changes
+}

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"sync"
+)
+
+// Limits of a subscriptions/listen request.
+const maxListenResources = 1000
+
+// changeWatchers are the callbacks of WatchChanges, guarded by their mutex.
+type changeWatchers struct {
+	mu   sync.Mutex
+	next int
+	byID map[int]func(Change)
+}
+
+// WatchChanges implements ChangeSource: notify is called for every catalog
+// change announced from now on (list changes when the runtime advertises
+// listChanged for that kind, and resource updates) until stop is called.
+func (rt *Runtime) WatchChanges(notify func(Change)) (stop func()) {
+	w := &rt.watchers
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.byID == nil {
+		w.byID = map[int]func(Change){}
+	}
+	id := w.next
+	w.next++
+	w.byID[id] = notify
+	return func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		delete(w.byID, id)
+	}
+}
+
+func (rt *Runtime) emit(c Change) {
+	rt.watchers.mu.Lock()
+	defer rt.watchers.mu.Unlock()
+	for _, notify := range rt.watchers.byID {
+		notify(c)
+	}
+}
+
+// AnnounceListChanged tells every connection that a list of the catalog
+// changed, as adding or removing an entry does: kind is ToolsChanged,
+// PromptsChanged or ResourcesChanged. Nothing is sent for a kind whose
+// listChanged the runtime does not advertise. Safe to call from any goroutine.
+func (rt *Runtime) AnnounceListChanged(kind ChangeKind) {
+	var l listKind
+	switch kind {
+	case ToolsChanged:
+		l = listTools
+	case PromptsChanged:
+		l = listPrompts
+	case ResourcesChanged:
+		l = listResources
+	default:
+		return
+	}
+	if rt.listChanged[l] {
+		rt.emit(Change{Kind: kind})
+	}
+}
+
+// announceIf announces kind when changed is true, and returns changed.
+func (rt *Runtime) announceIf(changed bool, kind ChangeKind) bool {
+	if changed {
+		rt.AnnounceListChanged(kind)
+	}
+	return changed
+}
+
+// NotifyResourceUpdated tells every connection subscribed to uri that the
+// resource changed: notifications/resources/updated in the initialize era,
+// on listen streams that named it in 2026. Safe to call from any goroutine.
+func (rt *Runtime) NotifyResourceUpdated(uri string) {
+	rt.emit(Change{Kind: ResourceUpdated, URI: uri})
+}
+
+// subscribeResource answers resources/subscribe and resources/unsubscribe
+// (initialize era): the transport keeps the connection's set of URIs.
+func (rt *Runtime) subscribeResource(c *call, subscribe bool) Reply {
+	uri, ok := decodeString(c.params["uri"])
+	if !ok || uri == "" {
+		return Reply{Error: invalidParams("Invalid params: " + c.req.Method + " requires a string uri")}
+	}
+	if subscribe {
+		if handler, _ := rt.findResource(uri); handler == nil {
+			return Reply{Error: resourceNotFound(c, uri)}
+		}
+		return Reply{Result: json.RawMessage(`{}`), Subscribe: uri}
+	}
+	return Reply{Result: json.RawMessage(`{}`), Unsubscribe: uri}
+}
+
+// listenRequest is what a subscriptions/listen request asks for.
+type listenRequest struct {
+	ToolsListChanged      bool     `json:"toolsListChanged,omitempty"`
+	PromptsListChanged    bool     `json:"promptsListChanged,omitempty"`
+	ResourcesListChanged  bool     `json:"resourcesListChanged,omitempty"`
+	ResourceSubscriptions []string `json:"resourceSubscriptions,omitempty"`
+}
+
+// listen answers subscriptions/listen (2026): the honoured subset of what
+// was asked, which the transport acknowledges and then serves.
+func (rt *Runtime) listen(c *call) Reply {
+	raw, ok := c.params["notifications"]
+	if !ok || !isJSONObject(raw) {
+		return Reply{Error: invalidParams("Invalid params: subscriptions/listen requires a notifications object")}
+	}
+	var asked listenRequest
+	if err := json.Unmarshal(raw, &asked); err != nil {
+		return Reply{Error: invalidParams("Invalid params: notifications: " + err.Error())}
+	}
+	if len(asked.ResourceSubscriptions) > maxListenResources {
+		return Reply{Error: invalidParams(fmt.Sprintf("Invalid params: at most %d resourceSubscriptions", maxListenResources))}
+	}
+	caps := rt.capabilities()
+	honoured := listenRequest{
+		ToolsListChanged:     asked.ToolsListChanged && caps.Tools != nil && caps.Tools.ListChanged,
+		PromptsListChanged:   asked.PromptsListChanged && caps.Prompts != nil && caps.Prompts.ListChanged,
+		ResourcesListChanged: asked.ResourcesListChanged && caps.Resources != nil && caps.Resources.ListChanged,
+	}
+	if caps.Resources != nil && caps.Resources.Subscribe {
+		for _, uri := range asked.ResourceSubscriptions {
+			if handler, _ := rt.findResource(uri); handler != nil {
+				honoured.ResourceSubscriptions = append(honoured.ResourceSubscriptions, uri)
+			}
+		}
+	}
+	ack, err := marshalJSON(honoured)
+	if err != nil {
+		return Reply{Error: internalError()}
+	}
+	return Reply{Listen: &ListenFilter{
+		ToolsListChanged:     honoured.ToolsListChanged,
+		PromptsListChanged:   honoured.PromptsListChanged,
+		ResourcesListChanged: honoured.ResourcesListChanged,
+		ResourceURIs:         honoured.ResourceSubscriptions,
+		Notifications:        ack,
+	}}
+}
