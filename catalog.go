@@ -75,6 +75,7 @@ func registerReferenceCatalog(rt *Runtime) error {
 		registerReferenceResources,
 		registerReferencePrompts,
 		registerLiveFixtures,
+		registerAskingFixtures,
 	}
 	for _, register := range steps {
 		if err := register(rt, media); err != nil {

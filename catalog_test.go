@@ -231,9 +231,15 @@ func TestReferenceMissingCapability(t *testing.T) {
 func TestReferenceToolsList(t *testing.T) {
 	rt := newCatalogRuntime(t)
 	wantNames := []string{
-		"echo", "json_schema_2020_12_tool", "sleep", "test_audio_content", "test_embedded_resource",
-		"test_error_handling", "test_image_content", "test_logging_tool", "test_missing_capability",
-		"test_multiple_content_types", "test_simple_text", "test_tool_with_logging", "test_tool_with_progress",
+		"echo", "json_schema_2020_12_tool", "sleep", "test_audio_content",
+		"test_elicitation", "test_elicitation_sep1034_defaults", "test_elicitation_sep1330_enums",
+		"test_embedded_resource", "test_error_handling", "test_image_content",
+		"test_input_required_result_capabilities", "test_input_required_result_elicitation",
+		"test_input_required_result_list_roots", "test_input_required_result_multi_round",
+		"test_input_required_result_multiple_inputs", "test_input_required_result_request_state",
+		"test_input_required_result_sampling", "test_input_required_result_tampered_state",
+		"test_logging_tool", "test_missing_capability", "test_multiple_content_types", "test_sampling",
+		"test_simple_text", "test_streaming_elicitation", "test_tool_with_logging", "test_tool_with_progress",
 		"test_trigger_prompt_change", "test_trigger_tool_change",
 	}
 	for _, version := range catalogVersions() {
@@ -292,6 +298,8 @@ func TestReferenceToolSchemas(t *testing.T) {
 		"echo":                     `{"type":"object","properties":{"text":{"type":"string","description":"The text to return"}},"required":["text"]}`,
 		"sleep":                    `{"type":"object","properties":{"ms":{"type":"integer","minimum":0,"maximum":600000,"description":"How long to wait, in milliseconds"}},"required":["ms"]}`,
 		"json_schema_2020_12_tool": catalogWantSchema2020,
+		"test_sampling":            `{"type":"object","properties":{"prompt":{"type":"string","description":"The prompt to send to the LLM"}},"required":["prompt"]}`,
+		"test_elicitation":         `{"type":"object","properties":{"message":{"type":"string","description":"The message to show the user"}},"required":["message"]}`,
 	}
 	var res struct {
 		Tools []struct {
@@ -412,6 +420,7 @@ func TestReferenceResources(t *testing.T) {
 func TestReferencePrompts(t *testing.T) {
 	rt := newCatalogRuntime(t)
 	const list = `"prompts":[` +
+		`{"name":"test_input_required_result_prompt","description":"MRTR: prompt that requires elicitation input"},` +
 		`{"name":"test_prompt_with_arguments","description":"A prompt with required arguments","arguments":[{"name":"arg1","description":"First test argument","required":true},{"name":"arg2","description":"Second test argument","required":true}]},` +
 		`{"name":"test_prompt_with_embedded_resource","description":"A prompt that includes an embedded resource","arguments":[{"name":"resourceUri","description":"URI of the resource to embed","required":true}]},` +
 		`{"name":"test_prompt_with_image","description":"A prompt that includes image content"},` +

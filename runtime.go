@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"sync"
+	"time"
 )
 
 // Cache scopes of 2026 cacheable results.
@@ -37,6 +38,14 @@ type RuntimeOptions struct {
 	// "public".
 	CacheTTLMs int64
 	CacheScope string
+	// ClientRequestTimeout bounds the wait for the client's answer to a
+	// server-to-client request (initialize era, SPEC §10.1), within the
+	// handler's context: 0 means 60s; a negative value leaves only the
+	// handler's context.
+	ClientRequestTimeout time.Duration
+	// RequestStateTTL is how long a 2026 requestState stays valid (SPEC
+	// §10.2): 0 means one hour; a negative value means it never expires.
+	RequestStateTTL time.Duration
 	// ToolsListChanged, PromptsListChanged and ResourcesListChanged set
 	// listChanged in the advertised capabilities.
 	ToolsListChanged     bool
@@ -67,6 +76,10 @@ type RuntimeOptions struct {
 // A Runtime is safe for concurrent use: Dispatch runs concurrently with
 // itself and with registration and removal, which may happen while serving.
 type Runtime struct {
+	// Asking the client (ask.go); set by NewRuntime, read-only afterwards.
+	states               requestStateCodec
+	clientRequestTimeout time.Duration
+
 	// Set by NewRuntime; read-only afterwards.
 	info           Implementation
 	instructions   string
@@ -102,6 +115,10 @@ func NewRuntime(opts RuntimeOptions) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
+	states, err := newRequestStateCodec(opts.RequestStateTTL)
+	if err != nil {
+		return nil, err
+	}
 	rt := &Runtime{
 		info:         cloneImplementation(opts.ServerInfo),
 		instructions: opts.Instructions,
@@ -118,6 +135,7 @@ func NewRuntime(opts RuntimeOptions) (*Runtime, error) {
 	rt.listChanged[listTools] = opts.ToolsListChanged
 	rt.listChanged[listPrompts] = opts.PromptsListChanged
 	rt.listChanged[listResources] = opts.ResourcesListChanged
+	rt.states, rt.clientRequestTimeout = states, opts.ClientRequestTimeout
 	if rt.serverInfoJSON, err = marshalJSON(rt.info); err != nil {
 		return nil, fmt.Errorf("runtime options: encoding ServerInfo: %w", err)
 	}
@@ -159,6 +177,12 @@ func validateRuntimeOptions(opts *RuntimeOptions) error {
 	}
 	if opts.DefaultLogLevel != "" && logSeverity(opts.DefaultLogLevel) < 0 {
 		return fmt.Errorf("DefaultLogLevel %q is not an MCP log level", opts.DefaultLogLevel)
+	}
+	if opts.ClientRequestTimeout == 0 {
+		opts.ClientRequestTimeout = defaultClientRequestTimeout
+	}
+	if opts.RequestStateTTL == 0 {
+		opts.RequestStateTTL = defaultRequestStateTTL
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -268,6 +292,9 @@ type HandlerRequest struct {
 	// Arguments is the arguments object of tools/call or prompts/get ({}
 	// when the request had none).
 	Arguments json.RawMessage
+	// ask is the asking state of a tools/call, prompts/get or
+	// resources/read (ask.go); nil for other methods.
+	ask *askState
 	// Variables are the values a resource template's variables matched,
 	// percent-decoded; nil for a static resource.
 	Variables map[string]string

@@ -180,7 +180,13 @@ func (rt *Runtime) getPrompt(ctx context.Context, c *call) Reply {
 	if req.Arguments == nil {
 		req.Arguments = json.RawMessage(`{}`)
 	}
+	if req.ask, rerr = rt.startAsking(c, name); rerr != nil {
+		return Reply{Error: rerr}
+	}
 	res, err := runHandler(rt, c, name, func() (*PromptResult, error) { return entry.handler(ctx, req) })
+	if reply, ok := rt.inputRequired(c, req.ask, err); ok {
+		return reply
+	}
 	if err != nil {
 		return rt.handlerErrorReply(c, name, err)
 	}

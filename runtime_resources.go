@@ -264,7 +264,14 @@ func (rt *Runtime) readResource(ctx context.Context, c *call) Reply {
 	}
 	req := c.handlerRequest()
 	req.URI, req.Variables = uri, vars
+	var rerr *RPCError
+	if req.ask, rerr = rt.startAsking(c, uri); rerr != nil {
+		return Reply{Error: rerr}
+	}
 	res, err := runHandler(rt, c, uri, func() (*ResourceResult, error) { return handler(ctx, req) })
+	if reply, ok := rt.inputRequired(c, req.ask, err); ok {
+		return reply
+	}
 	if err != nil {
 		if errors.Is(err, ErrResourceNotFound) {
 			return Reply{Error: resourceNotFound(c, uri)}

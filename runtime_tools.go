@@ -200,7 +200,13 @@ func (rt *Runtime) callTool(ctx context.Context, c *call) Reply {
 	}
 	req := c.handlerRequest()
 	req.Name, req.Arguments = name, args
+	if req.ask, rerr = rt.startAsking(c, name); rerr != nil {
+		return Reply{Error: rerr}
+	}
 	res, err := runHandler(rt, c, name, func() (*ToolResult, error) { return entry.handler(ctx, req) })
+	if reply, ok := rt.inputRequired(c, req.ask, err); ok {
+		return reply
+	}
 	if err != nil {
 		if _, isRPC := errors.AsType[*RPCError](err); isRPC {
 			return rt.handlerErrorReply(c, name, err)

@@ -27,6 +27,13 @@ func BenchmarkServeRoundTrip(b *testing.B) {
 }
 
 func benchRoundTrip(b *testing.B, d Dispatcher, size, window int) {
+	pad := strings.Repeat("x", max(0, size-80))
+	benchRoundTripLine(b, d, window, `{"jsonrpc":"2.0","id":"0000000000","method":"tools/call","params":{"text":"`+pad+`"}}`)
+}
+
+// benchRoundTripLine pipelines request, whose fixed-width string id
+// "0000000000" it numbers, through Serve.
+func benchRoundTripLine(b *testing.B, d Dispatcher, window int, request string) {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	done := make(chan error, 1)
@@ -34,8 +41,7 @@ func benchRoundTrip(b *testing.B, d Dispatcher, size, window int) {
 		done <- Serve(context.Background(), d, Options{Input: inR, Output: outW, Logger: quietLogger()})
 		outW.Close()
 	}()
-	pad := strings.Repeat("x", max(0, size-80))
-	line := []byte(`{"jsonrpc":"2.0","id":"0000000000","method":"tools/call","params":{"text":"` + pad + `"}}` + "\n")
+	line := []byte(request + "\n")
 	idAt := strings.Index(string(line), "0000000000")
 	sendErr := make(chan error, 1)
 	credits := make(chan struct{}, window)
@@ -79,5 +85,22 @@ func putDigits(dst []byte, n int) {
 	for i := len(dst) - 1; i >= 0; i-- {
 		dst[i] = byte('0' + n%10)
 		n /= 10
+	}
+}
+
+// BenchmarkServeRuntimeEcho is BenchmarkServeRoundTrip through the reference
+// runtime: a 2026 tools/call of the echo tool, dialect validation included.
+func BenchmarkServeRuntimeEcho(b *testing.B) {
+	rt, err := NewRuntime(RuntimeOptions{ServerInfo: Implementation{Name: "bench", Version: "1"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := registerReferenceCatalog(rt); err != nil {
+		b.Fatal(err)
+	}
+	for _, window := range []int{1, 64} {
+		b.Run(fmt.Sprintf("window%d", window), func(b *testing.B) {
+			benchRoundTripLine(b, rt, window, `{"jsonrpc":"2.0","id":"0000000000","method":"tools/call","params":{"name":"echo","arguments":{"text":"`+strings.Repeat("x", 100)+`"},`+binMeta2026+`}}`)
+		})
 	}
 }

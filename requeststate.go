@@ -1,0 +1,126 @@
+package main
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// requestStateKeyBytes is the size of the random HMAC-SHA256 key.
+const requestStateKeyBytes = 32
+
+// requestStateDomain separates requestState tags from every other use of
+// the key, and names the format version.
+const requestStateDomain = "mcpstdio requestState v1"
+
+// Messages of the -32602 errors for a requestState that is refused.
+const (
+	msgRequestStateInvalid = "requestState integrity check failed"
+	msgRequestStateExpired = "requestState expired"
+)
+
+// requestStateCodec seals and opens the requestState of 2026 multi-round
+// requests: base64url(payload) "." base64url(HMAC-SHA256(key, domain,
+// method, subject, payload)). The tag binds the payload to the method and
+// to the tool or prompt name or resource URI it was issued for, so a state
+// replayed on another request fails verification like a tampered one. The
+// payload is JSON readable by the client: integrity-protected, not secret.
+//
+// All fields are set once by newRequestStateCodec; it is safe for
+// concurrent use.
+type requestStateCodec struct {
+	key []byte
+	ttl time.Duration // <= 0: states never expire
+	now func() time.Time
+}
+
+// newRequestStateCodec draws a fresh key from crypto/rand.
+func newRequestStateCodec(ttl time.Duration) (requestStateCodec, error) {
+	key := make([]byte, requestStateKeyBytes)
+	if _, err := rand.Read(key); err != nil {
+		return requestStateCodec{}, fmt.Errorf("drawing the requestState key: %w", err)
+	}
+	return requestStateCodec{key: key, ttl: ttl, now: time.Now}, nil
+}
+
+// sealedState is what a requestState carries from one round of a request to
+// the next.
+type sealedState struct {
+	// Expires is the Unix time, in seconds, after which the state is
+	// refused; 0 when it never expires.
+	Expires int64 `json:"exp,omitempty"`
+	// Answers are the client's results the handler has obtained so far, by
+	// input key.
+	Answers map[string]storedAnswer `json:"answers,omitempty"`
+	// Handler is the handler's own state (HandlerRequest.SetState).
+	Handler json.RawMessage `json:"state,omitempty"`
+}
+
+// storedAnswer is one client result and the method it answered.
+type storedAnswer struct {
+	Method string          `json:"method"`
+	Result json.RawMessage `json:"result"`
+}
+
+// seal returns the requestState of s for a request of method about subject,
+// setting its expiry from the codec's TTL.
+func (sc requestStateCodec) seal(method, subject string, s sealedState) (string, error) {
+	s.Expires = 0
+	if sc.ttl > 0 {
+		s.Expires = sc.now().Add(sc.ttl).Unix()
+	}
+	payload, err := marshalJSON(s)
+	if err != nil {
+		return "", fmt.Errorf("encoding requestState: %w", err)
+	}
+	return base64.RawURLEncoding.EncodeToString(payload) + "." +
+		base64.RawURLEncoding.EncodeToString(sc.tag(method, subject, payload)), nil
+}
+
+// open verifies a requestState received on a request of method about subject
+// and returns what it carries. A state that is malformed, forged, altered or
+// issued for another method or subject (or by another Runtime) is -32602
+// "requestState integrity check failed"; a genuine state past its expiry is
+// -32602 "requestState expired".
+func (sc requestStateCodec) open(method, subject, token string) (sealedState, *RPCError) {
+	encPayload, encTag, ok := strings.Cut(token, ".")
+	if !ok {
+		return sealedState{}, invalidParams(msgRequestStateInvalid)
+	}
+	payload, err1 := base64.RawURLEncoding.DecodeString(encPayload)
+	tag, err2 := base64.RawURLEncoding.DecodeString(encTag)
+	if err1 != nil || err2 != nil || !hmac.Equal(tag, sc.tag(method, subject, payload)) {
+		return sealedState{}, invalidParams(msgRequestStateInvalid)
+	}
+	var s sealedState
+	dec := json.NewDecoder(bytes.NewReader(payload))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&s); err != nil {
+		// Only this codec signs payloads, so this is a bug, not an attack.
+		return sealedState{}, invalidParams(msgRequestStateInvalid)
+	}
+	if s.Expires != 0 && sc.now().Unix() > s.Expires {
+		return sealedState{}, invalidParams(msgRequestStateExpired)
+	}
+	return s, nil
+}
+
+// tag is the HMAC-SHA256 of the domain, method, subject and payload, each
+// length-prefixed so no two different inputs share a byte string.
+func (sc requestStateCodec) tag(method, subject string, payload []byte) []byte {
+	mac := hmac.New(sha256.New, sc.key)
+	for _, part := range [][]byte{[]byte(requestStateDomain), []byte(method), []byte(subject), payload} {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(part)))
+		mac.Write(n[:])
+		mac.Write(part)
+	}
+	return mac.Sum(nil)
+}

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+func newTestStateCodec(t *testing.T, ttl time.Duration, now time.Time) requestStateCodec {
+	t.Helper()
+	sc, err := newRequestStateCodec(ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.now = func() time.Time { return now }
+	return sc
+}
+
+func TestRequestStateRoundTrip(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	in := sealedState{
+		Answers: map[string]storedAnswer{"k": {Method: MethodElicit, Result: json.RawMessage(`{"action":"accept","content":{"name":"Ünïcode"}}`)}},
+		Handler: json.RawMessage(`{"round":2}`),
+	}
+	tests := []struct {
+		name        string
+		ttl         time.Duration
+		wantExpires int64
+	}{
+		{"expiring", time.Minute, now.Unix() + 60},
+		{"never expiring", -1, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sc := newTestStateCodec(t, tt.ttl, now)
+			token, err := sc.seal("tools/call", "tool", in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Trim(token, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.") != "" {
+				t.Errorf("token %q has characters outside base64url and '.'", token)
+			}
+			sc.now = func() time.Time { return now.Add(1000 * time.Hour) }
+			out, rerr := sc.open("tools/call", "tool", token)
+			if tt.wantExpires != 0 {
+				if rerr == nil || rerr.Message != msgRequestStateExpired {
+					t.Fatalf("open after the expiry = %+v, want %q", rerr, msgRequestStateExpired)
+				}
+				sc.now = func() time.Time { return now }
+				out, rerr = sc.open("tools/call", "tool", token)
+			}
+			if rerr != nil {
+				t.Fatalf("open: %+v", rerr)
+			}
+			want := in
+			want.Expires = tt.wantExpires
+			// Compared as encoded: the payload escapes non-ASCII characters.
+			if got, want := mustJSON(t, out), mustJSON(t, want); got != want {
+				t.Errorf("opened %s, want %s", got, want)
+			}
+		})
+	}
+}
+
+// TestRequestStateBinding: the tag covers method and subject without
+// ambiguity, and only this codec's key verifies.
+func TestRequestStateBinding(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	sc := newTestStateCodec(t, time.Hour, now)
+	other := newTestStateCodec(t, time.Hour, now)
+	token, err := sc.seal("tools/call", "ab", sealedState{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name            string
+		codec           requestStateCodec
+		method, subject string
+	}{
+		{"other subject", sc, "tools/call", "abc"},
+		{"other method", sc, "prompts/get", "ab"},
+		{"boundary moved between method and subject", sc, "tools/calla", "b"},
+		{"other key", other, "tools/call", "ab"},
+	}
+	for _, tt := range tests {
+		if _, rerr := tt.codec.open(tt.method, tt.subject, token); rerr == nil || rerr.Code != CodeInvalidParams || rerr.Message != msgRequestStateInvalid {
+			t.Errorf("%s: open = %+v, want -32602 %q", tt.name, rerr, msgRequestStateInvalid)
+		}
+	}
+	if _, rerr := sc.open("tools/call", "ab", token); rerr != nil {
+		t.Errorf("the genuine state was refused: %+v", rerr)
+	}
+}
+
+// TestRequestStateRefusesUnknownPayload: a correctly tagged payload this
+// codec would never produce is refused too.
+func TestRequestStateRefusesUnknownPayload(t *testing.T) {
+	sc := newTestStateCodec(t, time.Hour, time.Unix(1_700_000_000, 0))
+	for _, payload := range []string{`{"zzz":1}`, `[]`, `{"exp":"soon"}`, ``} {
+		token := base64.RawURLEncoding.EncodeToString([]byte(payload)) + "." +
+			base64.RawURLEncoding.EncodeToString(sc.tag("tools/call", "t", []byte(payload)))
+		if _, rerr := sc.open("tools/call", "t", token); rerr == nil || rerr.Message != msgRequestStateInvalid {
+			t.Errorf("payload %q: open = %+v", payload, rerr)
+		}
+	}
+}
