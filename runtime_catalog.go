@@ -89,3 +89,28 @@ func isToolName(name string) bool {
 		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.')
 	}) < 0
 }
+
+// listPage returns the page of ix that c's cursor names, each entry
+// converted by convert, and the cursor of the next page ("" on the last).
+// With requireEntries, an empty list means the method is not served.
+func listPage[E, T any](rt *Runtime, c *call, ix *index[E], kind listKind, requireEntries bool, convert func(E) T) ([]T, string, *RPCError) {
+	rt.mu.RLock()
+	list, generation := ix.snapshot()
+	rt.mu.RUnlock()
+	if requireEntries && len(list) == 0 {
+		return nil, "", methodNotFound(c.req.Method)
+	}
+	cursor, rerr := cursorParam(c.params)
+	if rerr != nil {
+		return nil, "", rerr
+	}
+	page, next, rerr := paginate(rt.cursors, kind, list, generation, cursor, rt.pageSize)
+	if rerr != nil {
+		return nil, "", rerr
+	}
+	out := make([]T, len(page))
+	for i, e := range page {
+		out[i] = convert(e)
+	}
+	return out, next, nil
+}

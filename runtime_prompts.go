@@ -108,26 +108,15 @@ type listPromptsResult struct {
 }
 
 func (rt *Runtime) listPrompts(c *call) Reply {
-	rt.mu.RLock()
-	list, generation := rt.cat.prompts.snapshot()
-	rt.mu.RUnlock()
-	if len(list) == 0 {
-		return Reply{Error: methodNotFound(c.req.Method)}
-	}
-	cursor, rerr := cursorParam(c.params)
-	if rerr != nil {
-		return Reply{Error: rerr}
-	}
-	page, next, rerr := paginate(rt.cursors, listPrompts, list, generation, cursor, rt.pageSize)
-	if rerr != nil {
-		return Reply{Error: rerr}
-	}
-	prompts := make([]Prompt, len(page))
-	for i, e := range page {
-		prompts[i] = e.prompt
+	prompts, next, rerr := listPage(rt, c, &rt.cat.prompts, listPrompts, true, func(e *promptEntry) Prompt {
+		p := e.prompt
 		if c.version == ProtocolVersion20250618 {
-			prompts[i].Icons = nil
+			p.Icons = nil
 		}
+		return p
+	})
+	if rerr != nil {
+		return Reply{Error: rerr}
 	}
 	return rt.envelopeReply(c, true, nil, func(env resultEnvelope) any {
 		return listPromptsResult{Prompts: prompts, NextCursor: next, resultEnvelope: env}

@@ -195,23 +195,15 @@ func (rt *Runtime) listResources(c *call) Reply {
 	if !rt.servesResources() {
 		return Reply{Error: methodNotFound(c.req.Method)}
 	}
-	cursor, rerr := cursorParam(c.params)
-	if rerr != nil {
-		return Reply{Error: rerr}
-	}
-	rt.mu.RLock()
-	list, generation := rt.cat.resources.snapshot()
-	rt.mu.RUnlock()
-	page, next, rerr := paginate(rt.cursors, listResources, list, generation, cursor, rt.pageSize)
-	if rerr != nil {
-		return Reply{Error: rerr}
-	}
-	resources := make([]Resource, len(page))
-	for i, e := range page {
-		resources[i] = e.resource
+	resources, next, rerr := listPage(rt, c, &rt.cat.resources, listResources, false, func(e *resourceEntry) Resource {
+		r := e.resource
 		if c.version == ProtocolVersion20250618 {
-			resources[i].Icons = nil
+			r.Icons = nil
 		}
+		return r
+	})
+	if rerr != nil {
+		return Reply{Error: rerr}
 	}
 	return rt.envelopeReply(c, true, nil, func(env resultEnvelope) any {
 		return listResourcesResult{Resources: resources, NextCursor: next, resultEnvelope: env}
@@ -222,23 +214,15 @@ func (rt *Runtime) listResourceTemplates(c *call) Reply {
 	if !rt.servesResources() {
 		return Reply{Error: methodNotFound(c.req.Method)}
 	}
-	cursor, rerr := cursorParam(c.params)
-	if rerr != nil {
-		return Reply{Error: rerr}
-	}
-	rt.mu.RLock()
-	list, generation := rt.cat.templates.snapshot()
-	rt.mu.RUnlock()
-	page, next, rerr := paginate(rt.cursors, listResourceTemplates, list, generation, cursor, rt.pageSize)
-	if rerr != nil {
-		return Reply{Error: rerr}
-	}
-	templates := make([]ResourceTemplate, len(page))
-	for i, e := range page {
-		templates[i] = e.template
+	templates, next, rerr := listPage(rt, c, &rt.cat.templates, listResourceTemplates, false, func(e *templateEntry) ResourceTemplate {
+		t := e.template
 		if c.version == ProtocolVersion20250618 {
-			templates[i].Icons = nil
+			t.Icons = nil
 		}
+		return t
+	})
+	if rerr != nil {
+		return Reply{Error: rerr}
 	}
 	return rt.envelopeReply(c, true, nil, func(env resultEnvelope) any {
 		return listResourceTemplatesResult{ResourceTemplates: templates, NextCursor: next, resultEnvelope: env}

@@ -141,23 +141,11 @@ type listToolsResult struct {
 }
 
 func (rt *Runtime) listTools(c *call) Reply {
-	rt.mu.RLock()
-	list, generation := rt.cat.tools.snapshot()
-	rt.mu.RUnlock()
-	if len(list) == 0 {
-		return Reply{Error: methodNotFound(c.req.Method)}
-	}
-	cursor, rerr := cursorParam(c.params)
+	tools, next, rerr := listPage(rt, c, &rt.cat.tools, listTools, true, func(e *toolEntry) Tool {
+		return e.tool.forVersion(c.version)
+	})
 	if rerr != nil {
 		return Reply{Error: rerr}
-	}
-	page, next, rerr := paginate(rt.cursors, listTools, list, generation, cursor, rt.pageSize)
-	if rerr != nil {
-		return Reply{Error: rerr}
-	}
-	tools := make([]Tool, len(page))
-	for i, e := range page {
-		tools[i] = e.tool.forVersion(c.version)
 	}
 	return rt.envelopeReply(c, true, nil, func(env resultEnvelope) any {
 		return listToolsResult{Tools: tools, NextCursor: next, resultEnvelope: env}
