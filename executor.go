@@ -295,9 +295,13 @@ func (s *Submitter) Submit(key string, timeout time.Duration, work func(ctx cont
 }
 
 // Outcomes delivers exactly one Outcome per admitted job until the submitter
-// (or the executor) is closed, in no particular order between jobs. The channel
-// is never closed. Outcomes waiting for a slow reader are kept, however many,
-// never dropped, until the submitter closes.
+// (or the executor) is closed. Jobs running at the same time deliver in no
+// particular order, but a job whose function returns hands its outcome over
+// before it gives up its slot, so with MaxConcurrency 1 the outcomes of jobs
+// that complete arrive in the order the jobs were admitted (while the reader
+// keeps within the channel's buffer). The channel is never closed. Outcomes
+// waiting for a slow reader are kept, however many, never dropped, until the
+// submitter closes.
 func (s *Submitter) Outcomes() <-chan Outcome { return s.outcomes }
 
 // Cancel cancels the job admitted under key and reports whether one was found.
@@ -347,7 +351,7 @@ type jobState uint8
 const (
 	jobQueued    jobState = iota + 1 // in e.queue; no slot, no deadline yet
 	jobRunning                       // holds a slot; outcome undecided
-	jobAbandoned                     // holds a slot; outcome already decided (cancelled, timed out, closed)
+	jobAbandoned                     // holds a slot; outcome already decided (cancelled, timed out, closed, or returned and being delivered)
 	jobFinished                      // holds nothing: returned, or removed from the queue
 )
 
@@ -539,14 +543,23 @@ func (e *Executor) runJob(j *job) (next *job) {
 }
 
 // finish records that j's function returned: it decides the outcome if no
-// one else has, hands j's slot to the next queued job (returned, already
-// started) or frees it, and delivers the outcome without blocking.
+// one else has and delivers it without blocking, then hands j's slot to the
+// next queued job (returned, already started) or frees it. The slot is given
+// up only after the outcome is handed over, so work admitted meanwhile queues
+// behind it and cannot overtake it.
 func (e *Executor) finish(j *job, kind OutcomeKind, value, panicValue any) (next *job) {
 	e.mu.Lock()
-	owned := j.state == jobRunning
-	if owned {
+	if j.state == jobRunning {
 		e.forgetLocked(j)
+		j.state = jobAbandoned // decided; the slot stays held until delivery
+		e.mu.Unlock()
+		// As net/http does when a handler returns: whatever the work left
+		// watching its context is released.
+		j.ctx.cancel(context.Canceled)
+		j.sub.deliver(Outcome{Ref: j.ref, Key: j.key, Kind: kind, Value: value, Panic: panicValue})
+		e.mu.Lock()
 	}
+	// Otherwise the job was abandoned earlier, and its context cancelled then.
 	j.state = jobFinished
 	if next = e.queue.popFront(); next != nil {
 		e.startLocked(next) // the slot passes to next
@@ -554,12 +567,6 @@ func (e *Executor) finish(j *job, kind OutcomeKind, value, panicValue any) (next
 		e.running--
 	}
 	e.mu.Unlock()
-	// As net/http does when a handler returns: whatever the work left
-	// watching its context is released.
-	j.ctx.cancel(context.Canceled)
-	if owned {
-		j.sub.deliver(Outcome{Ref: j.ref, Key: j.key, Kind: kind, Value: value, Panic: panicValue})
-	}
 	return next
 }
 

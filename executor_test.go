@@ -240,6 +240,30 @@ func TestQueuedJobsRunInFIFOOrder(t *testing.T) {
 	}
 }
 
+// TestCompletedOutcomeArrivesBeforeLaterAdmittedWork checks that a job hands
+// its outcome over before giving up its slot: work admitted after the job's
+// function returned queues behind it and cannot overtake its outcome. The
+// first job registers many AfterFuncs on its context, so releasing that
+// context, which happens between its return and the delivery of its outcome,
+// takes long enough for the second job to run to completion first if the
+// slot were freed before the delivery.
+func TestCompletedOutcomeArrivesBeforeLaterAdmittedWork(t *testing.T) {
+	e := newTestExecutor(t, ExecutorOptions{MaxConcurrency: 1})
+	s := e.NewSubmitter()
+	returning := make(chan struct{})
+	first := mustSubmit(t, s, "first", 0, func(ctx context.Context) any {
+		for range 5000 {
+			context.AfterFunc(ctx, func() {})
+		}
+		close(returning)
+		return "first"
+	})
+	waitClosed(t, returning, "the first job's return")
+	second := mustSubmit(t, s, "second", 0, func(context.Context) any { return "second" })
+	expectOutcome(t, s, first, "first", OutcomeCompleted)
+	expectOutcome(t, s, second, "second", OutcomeCompleted)
+}
+
 func TestSubmitRefusesWhenRunningAndQueueAreFull(t *testing.T) {
 	tests := []struct {
 		name     string

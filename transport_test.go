@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -364,6 +365,30 @@ func (w *blockingWriter) Write(p []byte) (int, error) {
 	w.entered <- struct{}{}
 	<-w.release
 	return 0, errors.New("released")
+}
+
+// deadlineExpiredWriter is an output with write deadlines whose deadline has
+// passed: every Write fails as an *os.File's does then.
+type deadlineExpiredWriter struct{}
+
+func (deadlineExpiredWriter) SetWriteDeadline(time.Time) error { return nil }
+
+func (deadlineExpiredWriter) Write([]byte) (int, error) {
+	return 0, &os.PathError{Op: "write", Path: "out", Err: os.ErrDeadlineExceeded}
+}
+
+// When the output's own write deadline expires before the writer's timer, the
+// failure is still reported as the write timeout.
+func TestOutputDeadlineIsReportedAsWriteTimeout(t *testing.T) {
+	w := newFrameWriter(deadlineExpiredWriter{}, time.Hour)
+	defer w.close()
+	err := w.write([]byte("{}\n"))
+	if !errors.Is(err, ErrOutputFailed) || !errors.Is(err, ErrWriteTimeout) || !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("write = %v, want an output-failed write timeout wrapping the deadline error", err)
+	}
+	if got, want := err.Error(), "output failed: write timeout after 1h0m0s: write out: i/o timeout"; got != want {
+		t.Errorf("error text %q, want %q", got, want)
+	}
 }
 
 // A write that does not return is terminal after WriteTimeout: work is

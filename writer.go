@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"time"
 )
 
@@ -91,12 +92,23 @@ func (w *frameWriter) write(frame []byte) error {
 	case err := <-w.results:
 		w.timer.Stop()
 		if err != nil {
-			w.err = &OutputError{Err: err}
+			w.err = &OutputError{Err: w.cause(err)}
 		}
 	case <-w.timer.C:
 		w.err = &OutputError{Err: fmt.Errorf("%w after %v", ErrWriteTimeout, w.timeout)}
 	}
 	return w.err
+}
+
+// cause returns the cause to report for a failed write. The output's own
+// write deadline, set to the same WriteTimeout, may expire just before the
+// timer does; that is the same timeout, so it is reported as ErrWriteTimeout
+// (still wrapping the output's error), whichever of the two fired first.
+func (w *frameWriter) cause(err error) error {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return fmt.Errorf("%w after %v: %w", ErrWriteTimeout, w.timeout, err)
+	}
+	return err
 }
 
 // close ends the writing goroutine once its current write, if any, returns.

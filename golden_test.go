@@ -1,0 +1,161 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var updateGolden = flag.Bool("update", false, "rewrite the golden transcripts' .out.jsonl files")
+
+// goldenSync is sent after every transcript line; its answer marks the end of
+// that line's output and is left out of the transcript.
+const goldenSync = `{"jsonrpc":"2.0","id":"golden-sync","method":"ping"}`
+
+// goldenNextCursor, in a transcript line, stands for the nextCursor of the
+// most recent result that carried one, so a transcript can follow pagination
+// without spelling out the opaque cursor text.
+const goldenNextCursor = "{{nextCursor}}"
+
+// goldenCursorKey replaces the runtime's random cursor key, so the cursors
+// written in the transcripts are the same on every run.
+const goldenCursorKey = "golden-transcripts-cursor-key-32"
+
+// TestGoldenTranscripts feeds each testdata/golden/NAME.jsonl, a line at a
+// time, to the reference server and compares every frame written with
+// NAME.out.jsonl byte for byte. Work runs one request at a time and a ping
+// follows each line, so the transcript is deterministic. The server is the
+// reference server (runtime options as main.go sets them, and the reference
+// catalog), except that its server info fills every optional field (so the
+// per-version filtering of Implementation shows), it has instructions, page
+// size 4 and a fixed cursor key.
+func TestGoldenTranscripts(t *testing.T) {
+	inputs, err := filepath.Glob(filepath.Join("testdata", "golden", "*.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	for _, in := range inputs {
+		if strings.HasSuffix(in, ".out.jsonl") {
+			continue
+		}
+		n++
+		name := strings.TrimSuffix(filepath.Base(in), ".jsonl")
+		t.Run(name, func(t *testing.T) { runGolden(t, in, strings.TrimSuffix(in, ".jsonl")+".out.jsonl") })
+	}
+	if n == 0 {
+		t.Fatal("no golden transcripts found")
+	}
+}
+
+func runGolden(t *testing.T, inPath, outPath string) {
+	input, err := os.ReadFile(inPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := NewRuntime(RuntimeOptions{
+		ServerInfo: Implementation{
+			Name: "mcpstdio", Title: "mcpstdio reference server", Version: serverVersion,
+			Description: "Golden transcript server", WebsiteURL: "https://example.com/mcpstdio",
+			Icons: []Icon{{Src: "https://example.com/mcpstdio.png", MIMEType: "image/png"}},
+		},
+		Instructions: "Use echo to test round trips.",
+		PageSize:     4,
+		// As the reference server (main.go's run) configures it.
+		Logging:              true,
+		ToolsListChanged:     true,
+		PromptsListChanged:   true,
+		ResourcesListChanged: true,
+		ResourcesSubscribe:   true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt.cursors = cursorCodec{key: []byte(goldenCursorKey)}
+	if err := registerReferenceCatalog(rt); err != nil {
+		t.Fatal(err)
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- Serve(context.Background(), rt, Options{Input: inR, Output: outW, MaxConcurrency: 1, Logger: quietLogger()})
+		outW.Close()
+	}()
+	frames := bufio.NewReader(outR)
+	var got bytes.Buffer
+	var nextCursor string
+	for i, line := range strings.SplitAfter(strings.TrimSuffix(string(input), "\n"), "\n") {
+		line = strings.TrimSuffix(line, "\n")
+		if strings.Contains(line, goldenNextCursor) {
+			if nextCursor == "" {
+				t.Fatalf("%s line %d uses %s before any result carried a nextCursor", inPath, i+1, goldenNextCursor)
+			}
+			line = strings.ReplaceAll(line, goldenNextCursor, nextCursor)
+		}
+		if _, err := io.WriteString(inW, line+"\n"+goldenSync+"\n"); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			frame, err := frames.ReadString('\n')
+			if err != nil {
+				t.Fatalf("after %q: %v", line, err)
+			}
+			if frame == `{"jsonrpc":"2.0","id":"golden-sync","result":{}}`+"\n" {
+				break
+			}
+			got.WriteString(frame)
+			if cursor := frameNextCursor(frame); cursor != "" {
+				nextCursor = cursor
+			}
+		}
+	}
+	inW.Close()
+	if err := <-done; err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+	if *updateGolden {
+		if err := os.WriteFile(outPath, got.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(outPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotLines, wantLines := strings.Split(got.String(), "\n"), strings.Split(string(want), "\n")
+	for i := range max(len(gotLines), len(wantLines)) {
+		var g, w string
+		if i < len(gotLines) {
+			g = gotLines[i]
+		}
+		if i < len(wantLines) {
+			w = wantLines[i]
+		}
+		if g != w {
+			t.Fatalf("%s line %d:\n got %s\nwant %s", outPath, i+1, g, w)
+		}
+	}
+}
+
+// frameNextCursor returns result.nextCursor of a response frame, "" when it
+// has none.
+func frameNextCursor(frame string) string {
+	var response struct {
+		Result struct {
+			NextCursor string `json:"nextCursor"`
+		} `json:"result"`
+	}
+	if json.Unmarshal([]byte(frame), &response) != nil {
+		return ""
+	}
+	return response.Result.NextCursor
+}
