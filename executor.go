@@ -131,6 +131,7 @@ type Executor struct {
 	closed     bool                    // guarded by mu
 	running    int                     // slots held; guarded by mu
 	queue      jobList                 // waiting jobs, oldest first; guarded by mu
+	idle       []chan *job             // parked workers' inboxes; guarded by mu
 	lastRef    ExecutionRef            // guarded by mu
 	submitters map[*Submitter]struct{} // open submitters; guarded by mu
 
@@ -280,7 +281,8 @@ func (s *Submitter) Submit(key string, timeout time.Duration, work func(ctx cont
 	j := &job{key: key, sub: s, work: work, timeout: timeout, deadlineIndex: -1}
 	e.mu.Lock()
 	startNow, err := e.admitLocked(j)
-	if startNow {
+	spawn := startNow && !e.handToIdleLocked(j)
+	if spawn {
 		e.goroutines.Add(1)
 	}
 	ref := j.ref
@@ -288,7 +290,7 @@ func (s *Submitter) Submit(key string, timeout time.Duration, work func(ctx cont
 	if err != nil {
 		return 0, err
 	}
-	if startNow {
+	if spawn {
 		go e.work(j)
 	}
 	return ref, nil
@@ -508,12 +510,58 @@ func (e *Executor) closeSubmitterLocked(s *Submitter) {
 }
 
 // work is a worker goroutine: it runs j and then every job the queue hands
-// it, and exits when a job returns and the queue is empty.
+// it; when the queue is empty it parks until Submit hands it a job, so that a
+// busy executor neither starts a goroutine per job nor grows a fresh stack
+// for each. It exits when the executor closes, or when enough workers are
+// parked already.
 func (e *Executor) work(j *job) {
 	defer e.goroutines.Done()
+	inbox := make(chan *job, 1)
 	for j != nil {
-		j = e.runJob(j)
+		for j != nil {
+			j = e.runJob(j)
+		}
+		j = e.park(inbox)
 	}
+}
+
+// park waits, as an idle worker, for the next job handed to inbox. nil means
+// the worker should exit.
+func (e *Executor) park(inbox chan *job) *job {
+	e.mu.Lock()
+	if e.closed || len(e.idle) >= e.maxConcurrency {
+		e.mu.Unlock()
+		return nil
+	}
+	e.idle = append(e.idle, inbox)
+	e.mu.Unlock()
+	select {
+	case j := <-inbox:
+		return j
+	case <-e.done:
+		// A job handed over just before Close still holds a slot: run it
+		// (its context is cancelled) so that its accounting settles.
+		select {
+		case j := <-inbox:
+			return j
+		default:
+			return nil
+		}
+	}
+}
+
+// handToIdleLocked gives j, just started, to a parked worker, most recently
+// parked first (its stack is warm). It reports false when none is parked.
+func (e *Executor) handToIdleLocked(j *job) bool {
+	n := len(e.idle)
+	if n == 0 {
+		return false
+	}
+	inbox := e.idle[n-1]
+	e.idle[n-1] = nil
+	e.idle = e.idle[:n-1]
+	inbox <- j // buffered, and only this goroutine sends to a parked worker
+	return true
 }
 
 // runJob calls j's work function, recovering a panic, settles j and returns

@@ -891,6 +891,7 @@ func TestExactlyOneOutcomePerJobWhenCancelRacesCompletionAndDeadline(t *testing.
 		}
 	}
 	waitClosed(t, allSeen, "an outcome for every job")
+	e.Close()               // idle workers stay parked until Close
 	waitForGoroutines(t, e) // every worker and pump has finished delivering
 	close(stop)
 	got := <-collected
@@ -988,4 +989,30 @@ func TestSubmitRejectsNilWork(t *testing.T) {
 	if _, err := e.NewSubmitter().Submit("k", 0, nil); err == nil {
 		t.Error("Submit with nil work succeeded")
 	}
+}
+
+// A worker whose queue is empty parks and takes the next admitted job, rather
+// than exiting and leaving the next job to a fresh goroutine.
+func TestIdleWorkerTakesTheNextJob(t *testing.T) {
+	e := newTestExecutor(t, ExecutorOptions{MaxConcurrency: 2})
+	s := e.NewSubmitter()
+	parked := func() int {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		return len(e.idle)
+	}
+	for i := range 3 {
+		mustSubmit(t, s, fmt.Sprint("k", i), 0, returning(i))
+		select {
+		case o := <-s.Outcomes():
+			if o.Kind != OutcomeCompleted || o.Value != i {
+				t.Fatalf("outcome %+v", o)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("no outcome")
+		}
+		eventually(t, "the worker parking", func() bool { return parked() == 1 })
+	}
+	e.Close()
+	waitForGoroutines(t, e)
 }
