@@ -471,7 +471,7 @@ func (rt *Runtime) startAsking(c *call, subject string) (*askState, *RPCError) {
 	if a.responses, rerr = inputResponsesParam(c.params); rerr != nil {
 		return nil, rerr
 	}
-	raw, ok := c.params["requestState"]
+	raw, ok := c.params.lookup("requestState")
 	if !ok {
 		return a, nil
 	}
@@ -490,7 +490,7 @@ func (rt *Runtime) startAsking(c *call, subject string) (*askState, *RPCError) {
 // inputResponsesParam reads params.inputResponses: absent, or an object
 // whose every value is an object (a client result).
 func inputResponsesParam(params paramsObject) (map[string]json.RawMessage, *RPCError) {
-	raw, ok := params["inputResponses"]
+	raw, ok := params.lookup("inputResponses")
 	if !ok {
 		return nil, nil
 	}

@@ -136,23 +136,36 @@ type dialectInfo struct {
 	logLevel string
 }
 
-// paramsObject is a request's params decoded one level deep.
-type paramsObject map[string]json.RawMessage
+// jsonObject is a valid JSON object's text, or nil for an empty one. Its
+// members are looked up in place, without decoding the rest.
+type jsonObject []byte
 
-// decodeParams decodes the params object of a request; nil params (absent)
-// give an empty object.
+// lookup returns the raw value of member name.
+func (o jsonObject) lookup(name string) (json.RawMessage, bool) {
+	v, ok := lookupMember(o, name)
+	return v, ok
+}
+
+// get returns the raw value of member name, nil when absent.
+func (o jsonObject) get(name string) json.RawMessage {
+	v, _ := lookupMember(o, name)
+	return v
+}
+
+// paramsObject is a request's params.
+type paramsObject = jsonObject
+
+// decodeParams checks the params of a request, nil when absent. The
+// transport has validated them already; a direct caller of Dispatch may not
+// have, so they are validated again (one linear pass, no allocation).
 func decodeParams(raw json.RawMessage) (paramsObject, *RPCError) {
-	p := paramsObject{}
 	if len(raw) == 0 {
-		return p, nil
+		return nil, nil
 	}
-	if !isJSONObject(raw) {
+	if env, err := decodeEnvelope(raw); err != nil || env.kind != kindObject {
 		return nil, invalidParams("Invalid params: params must be an object")
 	}
-	if err := json.Unmarshal(raw, &p); err != nil {
-		return nil, invalidParams("Invalid params: params must be an object")
-	}
-	return p, nil
+	return paramsObject(raw), nil
 }
 
 // resolve selects the dialect of req: a 2026 _meta version wins, then the
@@ -165,8 +178,8 @@ func (vs versionSet) resolve(req *Request, params paramsObject) (dialectInfo, *R
 	if rerr != nil {
 		return info, rerr
 	}
-	info.meta = params["_meta"]
-	if _, ok := meta[metaKeyProtocolVersion]; ok {
+	info.meta = params.get("_meta")
+	if _, ok := meta.lookup(metaKeyProtocolVersion); ok {
 		return vs.resolveStateless(info, meta)
 	}
 	if rerr := readProgressToken(&info, meta); rerr != nil {
@@ -192,8 +205,8 @@ func (vs versionSet) resolve(req *Request, params paramsObject) (dialectInfo, *R
 // resolveStateless validates the 2026 _meta fields in a fixed order: version
 // (type, then support), clientCapabilities, clientInfo, progressToken,
 // logLevel.
-func (vs versionSet) resolveStateless(info dialectInfo, meta map[string]json.RawMessage) (dialectInfo, *RPCError) {
-	version, ok := decodeString(meta[metaKeyProtocolVersion])
+func (vs versionSet) resolveStateless(info dialectInfo, meta jsonObject) (dialectInfo, *RPCError) {
+	version, ok := decodeString(meta.get(metaKeyProtocolVersion))
 	if !ok {
 		return info, invalidParams(fmt.Sprintf("Invalid _meta: %q must be a string", metaKeyProtocolVersion))
 	}
@@ -203,7 +216,7 @@ func (vs versionSet) resolveStateless(info dialectInfo, meta map[string]json.Raw
 	info.era = eraStateless
 	info.version = version
 
-	caps, ok := meta[metaKeyClientCapabilities]
+	caps, ok := meta.lookup(metaKeyClientCapabilities)
 	if !ok {
 		return info, invalidParams(fmt.Sprintf("Missing _meta[%q]: a %s request must declare its client capabilities", metaKeyClientCapabilities, version))
 	}
@@ -212,7 +225,7 @@ func (vs versionSet) resolveStateless(info dialectInfo, meta map[string]json.Raw
 	}
 	info.clientCapabilities = caps
 
-	if ci, ok := meta[metaKeyClientInfo]; ok {
+	if ci, ok := meta.lookup(metaKeyClientInfo); ok {
 		if !isImplementation(ci) {
 			return info, invalidParams(fmt.Sprintf("Invalid _meta: %q must be an object with string name and version", metaKeyClientInfo))
 		}
@@ -221,7 +234,7 @@ func (vs versionSet) resolveStateless(info dialectInfo, meta map[string]json.Raw
 	if rerr := readProgressToken(&info, meta); rerr != nil {
 		return info, rerr
 	}
-	if raw, ok := meta[metaKeyLogLevel]; ok {
+	if raw, ok := meta.lookup(metaKeyLogLevel); ok {
 		level, ok := decodeString(raw)
 		if !ok || !isLogLevel(level) {
 			return info, invalidParams(fmt.Sprintf("Invalid _meta: %q must be one of debug, info, notice, warning, error, critical, alert, emergency", metaKeyLogLevel))
@@ -231,23 +244,22 @@ func (vs versionSet) resolveStateless(info dialectInfo, meta map[string]json.Raw
 	return info, nil
 }
 
-// decodeMeta decodes params._meta one level deep; nil when absent.
-func decodeMeta(params paramsObject) (map[string]json.RawMessage, *RPCError) {
-	raw, ok := params["_meta"]
+// decodeMeta returns params._meta; nil when absent.
+func decodeMeta(params paramsObject) (jsonObject, *RPCError) {
+	raw, ok := params.lookup("_meta")
 	if !ok {
 		return nil, nil
 	}
-	var meta map[string]json.RawMessage
-	if !isJSONObject(raw) || json.Unmarshal(raw, &meta) != nil {
+	if !isJSONObject(raw) {
 		return nil, invalidParams("Invalid _meta: must be an object")
 	}
-	return meta, nil
+	return jsonObject(raw), nil
 }
 
 // readProgressToken validates _meta.progressToken, in every era: a string of
 // at most 256 bytes or an integer in the signed 64-bit range.
-func readProgressToken(info *dialectInfo, meta map[string]json.RawMessage) *RPCError {
-	raw, ok := meta[metaKeyProgressToken]
+func readProgressToken(info *dialectInfo, meta jsonObject) *RPCError {
+	raw, ok := meta.lookup(metaKeyProgressToken)
 	if !ok {
 		return nil
 	}
@@ -344,15 +356,15 @@ type emptyResult struct{}
 // readInitializeParams validates initialize's params (SPEC §7.1) and returns
 // the proposed version.
 func readInitializeParams(params paramsObject) (version string, caps, clientInfo json.RawMessage, rerr *RPCError) {
-	version, ok := decodeString(params["protocolVersion"])
+	version, ok := decodeString(params.get("protocolVersion"))
 	if !ok {
 		return "", nil, nil, invalidParams("Invalid params: initialize requires a string protocolVersion")
 	}
-	caps = params["capabilities"]
+	caps = params.get("capabilities")
 	if !isJSONObject(caps) {
 		return "", nil, nil, invalidParams("Invalid params: initialize requires a capabilities object")
 	}
-	clientInfo = params["clientInfo"]
+	clientInfo = params.get("clientInfo")
 	if !isImplementation(clientInfo) {
 		return "", nil, nil, invalidParams("Invalid params: initialize requires clientInfo with string name and version")
 	}

@@ -18,7 +18,7 @@ func logSeverity(level string) int { return slices.Index(logLevels, level) }
 // setLogLevel answers logging/setLevel (initialize era): the transport
 // records the level as the connection's before writing the {} reply.
 func (rt *Runtime) setLogLevel(c *call) Reply {
-	level, ok := decodeString(c.params["level"])
+	level, ok := decodeString(c.params.get("level"))
 	if !ok || logSeverity(level) < 0 {
 		return Reply{Error: invalidParams("Invalid params: level must be one of debug, info, notice, warning, error, critical, alert, emergency")}
 	}

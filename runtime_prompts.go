@@ -142,7 +142,7 @@ func (rt *Runtime) getPrompt(ctx context.Context, c *call) Reply {
 	if !registered {
 		return Reply{Error: methodNotFound(c.req.Method)}
 	}
-	name, ok := decodeString(c.params["name"])
+	name, ok := decodeString(c.params.get("name"))
 	if !ok {
 		return Reply{Error: invalidParams("Invalid params: prompts/get requires a string name")}
 	}
@@ -165,7 +165,7 @@ func (rt *Runtime) getPrompt(ctx context.Context, c *call) Reply {
 	}
 	req := c.handlerRequest()
 	req.Name = name
-	req.Arguments = c.params["arguments"]
+	req.Arguments = c.params.get("arguments")
 	if req.Arguments == nil {
 		req.Arguments = json.RawMessage(`{}`)
 	}
@@ -205,7 +205,7 @@ func (e *promptEntry) requiredArguments() []string {
 // strings when present.
 func stringArguments(params paramsObject) (map[string]string, *RPCError) {
 	args := map[string]string{}
-	raw, ok := params["arguments"]
+	raw, ok := params.lookup("arguments")
 	if !ok {
 		return args, nil
 	}

@@ -238,7 +238,7 @@ func (rt *Runtime) readResource(ctx context.Context, c *call) Reply {
 	if !rt.servesResources() {
 		return Reply{Error: methodNotFound(c.req.Method)}
 	}
-	uri, ok := decodeString(c.params["uri"])
+	uri, ok := decodeString(c.params.get("uri"))
 	if !ok {
 		return Reply{Error: invalidParams("Invalid params: resources/read requires a string uri")}
 	}

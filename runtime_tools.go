@@ -166,11 +166,11 @@ func (rt *Runtime) callTool(ctx context.Context, c *call) Reply {
 	if !registered {
 		return Reply{Error: methodNotFound(c.req.Method)}
 	}
-	name, ok := decodeString(c.params["name"])
+	name, ok := decodeString(c.params.get("name"))
 	if !ok {
 		return Reply{Error: invalidParams("Invalid params: tools/call requires a string name")}
 	}
-	args, present, rerr := argumentsParam(c.params)
+	args, rerr := argumentsParam(c.params)
 	if rerr != nil {
 		return Reply{Error: rerr}
 	}
@@ -180,7 +180,7 @@ func (rt *Runtime) callTool(ctx context.Context, c *call) Reply {
 	if entry == nil {
 		return Reply{Error: invalidParams("Unknown tool: " + name)}
 	}
-	if missing := missingKeys(present, entry.required); len(missing) > 0 {
+	if missing := missingMembers(jsonObject(args), entry.required); len(missing) > 0 {
 		return rt.toolResultReply(c, &ToolResult{
 			Content: []Content{TextContent(fmt.Sprintf("Invalid arguments for tool %s: missing required argument(s): %s", name, strings.Join(missing, ", ")))},
 			IsError: true,
@@ -222,7 +222,7 @@ func (rt *Runtime) toolResultReply(c *call, res *ToolResult) Reply {
 
 // cursorParam reads params.cursor; "" when absent.
 func cursorParam(params paramsObject) (string, *RPCError) {
-	raw, ok := params["cursor"]
+	raw, ok := params.lookup("cursor")
 	if !ok {
 		return "", nil
 	}
@@ -234,17 +234,27 @@ func cursorParam(params paramsObject) (string, *RPCError) {
 }
 
 // argumentsParam reads params.arguments, which must be an object when
-// present; absent arguments are {}. keys are the arguments' values by name.
-func argumentsParam(params paramsObject) (json.RawMessage, map[string]json.RawMessage, *RPCError) {
-	raw, ok := params["arguments"]
+// present; absent arguments are {}.
+func argumentsParam(params paramsObject) (json.RawMessage, *RPCError) {
+	raw, ok := params.lookup("arguments")
 	if !ok {
-		return json.RawMessage(`{}`), map[string]json.RawMessage{}, nil
+		return json.RawMessage(`{}`), nil
 	}
-	var keys map[string]json.RawMessage
-	if !isJSONObject(raw) || json.Unmarshal(raw, &keys) != nil {
-		return nil, nil, invalidParams("Invalid params: arguments must be an object")
+	if !isJSONObject(raw) {
+		return nil, invalidParams("Invalid params: arguments must be an object")
 	}
-	return raw, keys, nil
+	return raw, nil
+}
+
+// missingMembers returns the names in required that obj lacks, in order.
+func missingMembers(obj jsonObject, required []string) []string {
+	var missing []string
+	for _, name := range required {
+		if _, ok := obj.lookup(name); !ok {
+			missing = append(missing, name)
+		}
+	}
+	return missing
 }
 
 // missingKeys returns the names in required that present lacks, in order.

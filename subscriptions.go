@@ -83,7 +83,7 @@ func (rt *Runtime) NotifyResourceUpdated(uri string) {
 // subscribeResource answers resources/subscribe and resources/unsubscribe
 // (initialize era): the transport keeps the connection's set of URIs.
 func (rt *Runtime) subscribeResource(c *call, subscribe bool) Reply {
-	uri, ok := decodeString(c.params["uri"])
+	uri, ok := decodeString(c.params.get("uri"))
 	if !ok || uri == "" {
 		return Reply{Error: invalidParams("Invalid params: " + c.req.Method + " requires a string uri")}
 	}
@@ -107,7 +107,7 @@ type listenRequest struct {
 // listen answers subscriptions/listen (2026): the honoured subset of what
 // was asked, which the transport acknowledges and then serves.
 func (rt *Runtime) listen(c *call) Reply {
-	raw, ok := c.params["notifications"]
+	raw, ok := c.params.lookup("notifications")
 	if !ok || !isJSONObject(raw) {
 		return Reply{Error: invalidParams("Invalid params: subscriptions/listen requires a notifications object")}
 	}
