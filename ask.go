@@ -324,6 +324,9 @@ func (a *askState) request(ctx context.Context, method string, params json.RawMe
 func (a *askState) answer(key, method string, params json.RawMessage) (json.RawMessage, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.used == nil {
+		a.used, a.pending = map[string]storedAnswer{}, map[string]inputRequest{}
+	}
 	if ans, ok := a.used[key]; ok && ans.Method == method {
 		return ans.Result, nil
 	}
@@ -466,7 +469,6 @@ func (rt *Runtime) startAsking(c *call, subject string) (*askState, *RPCError) {
 		return a, nil
 	}
 	a.stateless = true
-	a.used, a.pending = map[string]storedAnswer{}, map[string]inputRequest{}
 	var rerr *RPCError
 	if a.responses, rerr = inputResponsesParam(c.params); rerr != nil {
 		return nil, rerr

@@ -306,8 +306,12 @@ func (vs versionSet) unsupportedVersion(requested string) *RPCError {
 // isJSONObject reports whether raw, already known to be valid JSON, is an
 // object.
 func isJSONObject(raw json.RawMessage) bool {
-	s := strings.TrimLeft(string(raw), " \t\r\n")
-	return len(s) > 0 && s[0] == '{'
+	for _, b := range raw {
+		if !isJSONSpace(b) {
+			return b == '{'
+		}
+	}
+	return false
 }
 
 // isImplementation reports whether raw is an object with string name and
