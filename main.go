@@ -133,7 +133,7 @@ func run(args []string, stdin, stdout, stderr *os.File) int {
 		return 1
 	}
 	tr, err := NewTransport(rt, Options{
-		Input:               stdin,
+		Input:               pollableInput(stdin),
 		Output:              out,
 		WriteTimeout:        c.writeTimeout,
 		MaxLineBytes:        c.maxLineBytes,

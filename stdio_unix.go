@@ -28,11 +28,36 @@ func isolateOutput(stdout, stderr *os.File) (*os.File, error) {
 		syscall.Close(fd)
 		return nil, fmt.Errorf("point standard output at standard error: %w", err)
 	}
-	var st syscall.Stat_t
-	if syscall.Fstat(fd, &st) == nil {
-		if kind := st.Mode & syscall.S_IFMT; kind == syscall.S_IFIFO || kind == syscall.S_IFSOCK {
-			syscall.SetNonblock(fd, true)
-		}
-	}
+	makePollable(fd)
 	return os.NewFile(uintptr(fd), "protocol-output"), nil
+}
+
+// pollableInput returns a duplicate of stdin that the Go runtime's poller
+// waits on, when stdin is a pipe or socket, so that a read waiting for the
+// client parks a goroutine instead of a thread; otherwise stdin itself.
+func pollableInput(stdin *os.File) *os.File {
+	fd, err := syscall.Dup(int(stdin.Fd()))
+	if err != nil {
+		return stdin
+	}
+	syscall.CloseOnExec(fd)
+	if !makePollable(fd) {
+		syscall.Close(fd)
+		return stdin
+	}
+	return os.NewFile(uintptr(fd), "protocol-input")
+}
+
+// makePollable puts fd in non-blocking mode when it is a pipe or socket, and
+// reports whether it did. A terminal or file is left as it is: its mode is
+// shared with other processes.
+func makePollable(fd int) bool {
+	var st syscall.Stat_t
+	if syscall.Fstat(fd, &st) != nil {
+		return false
+	}
+	if kind := st.Mode & syscall.S_IFMT; kind != syscall.S_IFIFO && kind != syscall.S_IFSOCK {
+		return false
+	}
+	return syscall.SetNonblock(fd, true) == nil
 }
