@@ -140,8 +140,11 @@ func echoText(_ context.Context, req *HandlerRequest) (*ToolResult, error) {
 	var args struct {
 		Text json.RawMessage `json:"text"`
 	}
-	if err := req.Bind(&args); err != nil {
-		return nil, err
+	var found bool
+	if args.Text, found = soleMember(req.Arguments, "text"); !found {
+		if err := req.Bind(&args); err != nil {
+			return nil, err
+		}
 	}
 	text, ok := decodeString(args.Text)
 	if !ok {
@@ -368,4 +371,37 @@ func promptWithEmbeddedResource(_ context.Context, req *HandlerRequest) (*Prompt
 		})),
 		userMessage(TextContent("Please process the embedded resource above.")),
 	}}, nil
+}
+
+// soleMember returns the raw value of obj's member name when it is obj's only
+// member and its key has no escapes: then Bind would find exactly that value
+// (encoding/json also matches keys case-insensitively, and the last of
+// several matches wins, so any other shape is left to Bind).
+func soleMember(obj []byte, name string) (value []byte, ok bool) {
+	i := skipJSONSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return nil, false
+	}
+	i = skipJSONSpace(obj, i+1)
+	if i >= len(obj) || obj[i] != '"' {
+		return nil, false
+	}
+	keyEnd, escaped, ok := skipString(obj, i)
+	if !ok || escaped || string(obj[i+1:keyEnd-1]) != name {
+		return nil, false
+	}
+	i = skipJSONSpace(obj, keyEnd)
+	if i >= len(obj) || obj[i] != ':' {
+		return nil, false
+	}
+	valueStart := skipJSONSpace(obj, i+1)
+	valueEnd, ok := skipValue(obj, valueStart)
+	if !ok {
+		return nil, false
+	}
+	i = skipJSONSpace(obj, valueEnd)
+	if i >= len(obj) || obj[i] != '}' || skipJSONSpace(obj, i+1) != len(obj) {
+		return nil, false
+	}
+	return obj[valueStart:valueEnd:valueEnd], true
 }

@@ -30,6 +30,13 @@ type execution struct {
 	request bool
 	// outgoing are the ids of its server-to-client requests still waiting.
 	outgoing []string
+
+	// The worker's side, kept here so that one allocation serves a message.
+	// The coordinator never touches peer; it reads result only after the
+	// job's OutcomeCompleted arrived (the channel orders the worker's write
+	// before that read), never for a job it cancelled or that timed out.
+	peer   requestPeer
+	result workResult
 }
 
 // subscription is an open 2026 subscriptions/listen stream.
@@ -204,7 +211,7 @@ func (c *coordinator) onMessage(env envelope) error {
 		c.onClientResponse(env)
 		return nil
 	}
-	method, methodOK := decodeString(env.method)
+	method, methodOK := decodeMethod(env.method)
 	id, tracked := "", false
 	if env.id != nil {
 		id, tracked = canonicalID(env.id)
@@ -255,32 +262,41 @@ func (c *coordinator) inFlight(id string) bool {
 
 // work returns the job that validates the envelope and dispatches the
 // message. It runs on an executor worker and touches no coordinator state:
-// the session and header are snapshots, and ex is passed on, never read.
+// the session and header are snapshots, and of ex it writes only the
+// worker's side (peer, result). The job returns nil: its result is ex.result.
 func (c *coordinator) work(env envelope, ex *execution, session Session, header map[string]string) func(context.Context) any {
 	id := ex.id
 	return func(ctx context.Context) any {
-		req, rpcErr := admit(env, id)
-		if rpcErr != nil {
-			return workResult{frame: errorFrame(id, rpcErr)}
-		}
-		if req == nil {
-			return workResult{}
-		}
-		req.Session, req.Header = session, header
-		if req.ID != nil {
-			req.Peer = &requestPeer{calls: c.peerCalls, done: c.done, ex: ex}
-		}
-		r := c.t.dispatcher.Dispatch(ctx, req)
-		switch {
-		case req.ID == nil:
-			return workResult{}
-		case r.Error != nil:
-			return workResult{frame: errorFrame(id, r.Error)}
-		case r.Listen != nil:
-			return workResult{reply: r}
-		}
-		return workResult{frame: resultFrame(id, r.Result), reply: r}
+		ex.result = c.serve(ctx, env, id, ex, session, header)
+		return nil
 	}
+}
+
+// serve is the body of the job work returns: it admits the message,
+// dispatches it and builds the frame to write.
+func (c *coordinator) serve(ctx context.Context, env envelope, id string, ex *execution, session Session, header map[string]string) workResult {
+	req, rpcErr := admit(env, id)
+	if rpcErr != nil {
+		return workResult{frame: errorFrame(id, rpcErr)}
+	}
+	if req == nil {
+		return workResult{}
+	}
+	req.Session, req.Header = session, header
+	if req.ID != nil {
+		ex.peer = requestPeer{calls: c.peerCalls, done: c.done, ex: ex}
+		req.Peer = &ex.peer
+	}
+	r := c.t.dispatcher.Dispatch(ctx, req)
+	switch {
+	case req.ID == nil:
+		return workResult{}
+	case r.Error != nil:
+		return workResult{frame: errorFrame(id, r.Error)}
+	case r.Listen != nil:
+		return workResult{reply: r}
+	}
+	return workResult{frame: resultFrame(id, r.Result), reply: r}
 }
 
 func (c *coordinator) onOutcome(o Outcome) error {
@@ -291,7 +307,7 @@ func (c *coordinator) onOutcome(o Outcome) error {
 	c.forget(ex)
 	switch o.Kind {
 	case OutcomeCompleted:
-		res := o.Value.(workResult)
+		res := ex.result
 		if res.reply.Listen != nil {
 			return c.openSubscription(ex.id, res.reply.Listen)
 		}

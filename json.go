@@ -762,6 +762,27 @@ func isPlainASCIIString(raw []byte) bool {
 	return true
 }
 
+// appendJSONString appends s as a JSON string exactly as marshalJSON encodes
+// it: encoding/json's escapes with HTML escaping off (invalid UTF-8 as
+// \ufffd), then every non-ASCII character as appendASCII escapes it.
+func appendJSONString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c >= 0x20 && c < utf8.RuneSelf && c != '"' && c != '\\' {
+			i++
+			continue
+		}
+		dst = append(dst, s[start:i]...)
+		r, size := utf8.DecodeRuneInString(s[i:])
+		dst = appendCanonicalRune(dst, r) // RuneError for an invalid byte: \ufffd
+		i += size
+		start = i
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
 // appendCanonicalRune appends r as encoding/json (HTML escaping off) writes it
 // in a string, with every non-ASCII character escaped as appendASCII does.
 func appendCanonicalRune(dst []byte, r rune) []byte {

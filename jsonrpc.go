@@ -92,7 +92,7 @@ func admit(env envelope, id string) (*Request, *RPCError) {
 	if env.kind != kindObject {
 		return nil, errInvalidRequest
 	}
-	method, methodOK := decodeString(env.method)
+	method, methodOK := decodeMethod(env.method)
 	if env.id == nil {
 		if !methodOK {
 			return nil, invalidRequest(`"method" must be a string`)
@@ -112,12 +112,63 @@ func admit(env envelope, id string) (*Request, *RPCError) {
 	case !isObjectOrAbsent(env.params):
 		return nil, &RPCError{Code: CodeInvalidParams, Message: `Invalid params: "params" must be an object`}
 	}
-	return &Request{Method: method, ID: []byte(id), Params: env.params}, nil
+	canonical := json.RawMessage(env.id)
+	if string(canonical) != id {
+		canonical = []byte(id)
+	}
+	return &Request{Method: method, ID: canonical[:len(canonical):len(canonical)], Params: env.params}, nil
 }
 
 func isJSONRPC2(raw []byte) bool {
+	if string(raw) == `"2.0"` {
+		return true
+	}
 	s, ok := decodeString(raw)
 	return ok && s == "2.0"
 }
 
 func isObjectOrAbsent(raw []byte) bool { return raw == nil || raw[0] == '{' }
+
+// decodeMethod is decodeString for a method name: the names the runtime
+// serves come back as constants, without allocating.
+func decodeMethod(raw []byte) (string, bool) {
+	if isPlainASCIIString(raw) {
+		if m := knownMethod(raw[1 : len(raw)-1]); m != "" {
+			return m, true
+		}
+	}
+	return decodeString(raw)
+}
+
+// knownMethod returns the protocol method named name, "" for any other.
+func knownMethod(name []byte) string {
+	switch string(name) {
+	case "tools/call":
+		return "tools/call"
+	case "tools/list":
+		return "tools/list"
+	case "resources/read":
+		return "resources/read"
+	case "resources/list":
+		return "resources/list"
+	case "resources/templates/list":
+		return "resources/templates/list"
+	case "prompts/get":
+		return "prompts/get"
+	case "prompts/list":
+		return "prompts/list"
+	case "completion/complete":
+		return "completion/complete"
+	case "ping":
+		return "ping"
+	case "initialize":
+		return "initialize"
+	case "notifications/initialized":
+		return "notifications/initialized"
+	case "notifications/cancelled":
+		return "notifications/cancelled"
+	case "notifications/progress":
+		return "notifications/progress"
+	}
+	return ""
+}

@@ -166,7 +166,7 @@ func (rt *Runtime) callTool(ctx context.Context, c *call) Reply {
 	if !registered {
 		return Reply{Error: methodNotFound(c.req.Method)}
 	}
-	name, ok := decodeString(c.params.get("name"))
+	name, ok := rt.toolName(c.params.get("name"))
 	if !ok {
 		return Reply{Error: invalidParams("Invalid params: tools/call requires a string name")}
 	}
@@ -210,6 +210,9 @@ func (rt *Runtime) callTool(ctx context.Context, c *call) Reply {
 func (rt *Runtime) toolResultReply(c *call, res *ToolResult) Reply {
 	if res == nil {
 		res = &ToolResult{}
+	}
+	if b, ok := rt.appendPlainToolResult(nil, c, res); ok {
+		return Reply{Result: b}
 	}
 	content := res.Content
 	if content == nil {
@@ -266,4 +269,59 @@ func missingKeys[V any](present map[string]V, required []string) []string {
 		}
 	}
 	return missing
+}
+
+// appendPlainToolResult appends the encoding of res as toolResultReply's
+// encoding/json path would produce it (marshalJSON of callToolResult), for the
+// common shape it can write directly: content blocks that are all plain text
+// (no annotations, no _meta), no structuredContent and no handler _meta. It
+// reports false, having appended nothing, for any other result.
+func (rt *Runtime) appendPlainToolResult(dst []byte, c *call, res *ToolResult) ([]byte, bool) {
+	if res.StructuredContent != nil || res.Meta != nil {
+		return dst, false
+	}
+	size := 64
+	for _, block := range res.Content {
+		if block.Type != ContentText || block.Annotations != nil || block.Meta != nil {
+			return dst, false
+		}
+		size += len(block.Text) + 32
+	}
+	if c.era == eraStateless {
+		size += len(rt.serverInfoMeta) + 40
+	}
+	dst = slices.Grow(dst, size)
+	dst = append(dst, `{"content":[`...)
+	for i, block := range res.Content {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"type":"text","text":`...)
+		dst = appendJSONString(dst, block.Text)
+		dst = append(dst, '}')
+	}
+	dst = append(dst, ']')
+	if res.IsError {
+		dst = append(dst, `,"isError":true`...)
+	}
+	if c.era == eraStateless {
+		dst = append(dst, `,"resultType":"complete","_meta":`...)
+		dst = append(dst, rt.serverInfoMeta...)
+	}
+	return append(dst, '}'), true
+}
+
+// toolName is decodeString for the name of tools/call; a registered name
+// sent without escapes comes back as the registered string, without
+// allocating.
+func (rt *Runtime) toolName(raw []byte) (string, bool) {
+	if isPlainASCIIString(raw) {
+		rt.mu.RLock()
+		entry := rt.cat.tools.byKey[string(raw[1:len(raw)-1])]
+		rt.mu.RUnlock()
+		if entry != nil {
+			return entry.tool.Name, true
+		}
+	}
+	return decodeString(raw)
 }
