@@ -53,13 +53,15 @@ type Request struct {
 type Peer interface {
 	// Notify writes a server-to-client notification as part of this
 	// request's output, so it precedes the request's response. params is a
-	// JSON object or nil. It blocks until the frame is written: a slow client
-	// slows the handler (backpressure), never the transport.
+	// JSON object or nil; anything else is refused with an error matching
+	// ErrInvalidNotification and nothing is written. It blocks until the
+	// frame is written: a slow client slows the handler (backpressure),
+	// never the transport.
 	Notify(ctx context.Context, method string, params json.RawMessage) error
 	// Request sends a server-to-client request (initialize era) with an id
 	// the server chooses, and blocks until the client's response arrives,
 	// ctx ends, or the connection ends. A JSON-RPC error response is returned
-	// as an *RPCError.
+	// as an *RPCError. params is a JSON object or nil, as for Notify.
 	Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
 }
 

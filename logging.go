@@ -80,19 +80,27 @@ func (r *HandlerRequest) Log(ctx context.Context, level, logger string, data any
 // Logger returns a *slog.Logger whose records become notifications/message
 // to the client through Log: slog's Debug, Info, Warn and Error map to debug,
 // info, warning and error; the message and attributes become the data object
-// {"msg": ..., attrs...}; name is the logger field. Records the client did
-// not ask for are dropped, and failures to send are ignored.
+// {"msg": ..., attrs...}, where an attribute inside a group (slog.Group or
+// WithGroup) is keyed "group.key" and an error value is its text; name is the
+// logger field. Records the client did not ask for are dropped, and failures
+// to send are ignored.
 func (r *HandlerRequest) Logger(ctx context.Context, name string) *slog.Logger {
 	return slog.New(&clientLogHandler{ctx: ctx, req: r, name: name})
 }
 
 // clientLogHandler is the slog.Handler behind HandlerRequest.Logger.
 type clientLogHandler struct {
-	ctx   context.Context
-	req   *HandlerRequest
-	name  string
-	attrs []slog.Attr
-	group string
+	ctx    context.Context
+	req    *HandlerRequest
+	name   string
+	fields []logField // from WithAttrs, keyed by the groups open when added
+	group  string     // "" or the open groups, each followed by "."
+}
+
+// logField is one attribute of the data object, its key fully qualified.
+type logField struct {
+	key   string
+	value any
 }
 
 func slogToMCPLevel(l slog.Level) string {
@@ -114,33 +122,55 @@ func (h *clientLogHandler) Enabled(_ context.Context, l slog.Level) bool {
 
 func (h *clientLogHandler) Handle(_ context.Context, rec slog.Record) error {
 	data := map[string]any{"msg": rec.Message}
-	put := func(a slog.Attr) bool {
-		key := a.Key
-		if h.group != "" {
-			key = h.group + "." + key
-		}
-		data[key] = a.Value.Resolve().Any()
+	for _, f := range h.fields {
+		data[f.key] = f.value
+	}
+	rec.Attrs(func(a slog.Attr) bool {
+		flattenAttr(h.group, a, func(f logField) { data[f.key] = f.value })
 		return true
-	}
-	for _, a := range h.attrs {
-		put(a)
-	}
-	rec.Attrs(put)
+	})
 	h.req.Log(h.ctx, slogToMCPLevel(rec.Level), h.name, data)
 	return nil
 }
 
+// flattenAttr passes a to put as fields keyed prefix+key: a group's members
+// as prefix+"group.member", an error as its text. Empty attributes and
+// groups are dropped, as slog's own handlers do.
+func flattenAttr(prefix string, a slog.Attr, put func(logField)) {
+	a.Value = a.Value.Resolve()
+	if a.Equal(slog.Attr{}) {
+		return
+	}
+	if a.Value.Kind() == slog.KindGroup {
+		if a.Key != "" {
+			prefix += a.Key + "."
+		}
+		for _, member := range a.Value.Group() {
+			flattenAttr(prefix, member, put)
+		}
+		return
+	}
+	v := a.Value.Any()
+	if err, ok := v.(error); ok {
+		v = err.Error()
+	}
+	put(logField{key: prefix + a.Key, value: v})
+}
+
 func (h *clientLogHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
 	c := *h
-	c.attrs = append(slices.Clip(h.attrs), attrs...)
+	c.fields = slices.Clip(h.fields)
+	for _, a := range attrs {
+		flattenAttr(h.group, a, func(f logField) { c.fields = append(c.fields, f) })
+	}
 	return &c
 }
 
 func (h *clientLogHandler) WithGroup(name string) slog.Handler {
-	c := *h
-	if c.group != "" {
-		name = c.group + "." + name
+	if name == "" {
+		return h
 	}
-	c.group = name
+	c := *h
+	c.group += name + "."
 	return &c
 }

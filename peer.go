@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 )
@@ -41,6 +42,9 @@ type peerReply struct {
 }
 
 func (p *requestPeer) Notify(ctx context.Context, method string, params json.RawMessage) error {
+	if !isObjectParams(params) {
+		return fmt.Errorf("%w: params of %s must be a JSON object", ErrInvalidNotification, method)
+	}
 	frame, err := notificationFrame(method, params)
 	if err != nil {
 		return err
@@ -50,6 +54,9 @@ func (p *requestPeer) Notify(ctx context.Context, method string, params json.Raw
 }
 
 func (p *requestPeer) Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	if !isObjectParams(params) {
+		return nil, fmt.Errorf("mcpstdio: params of the %s request must be a JSON object", method)
+	}
 	return p.call(ctx, &peerCall{ex: p.ex, method: method, params: params})
 }
 
@@ -70,6 +77,12 @@ func (p *requestPeer) call(ctx context.Context, call *peerCall) (json.RawMessage
 	case <-p.done:
 		return nil, ErrClosed
 	}
+}
+
+// isObjectParams reports whether params is nil or a valid JSON object: any
+// other value would put a frame on the wire that is not the promised one.
+func isObjectParams(params json.RawMessage) bool {
+	return params == nil || json.Valid(params) && isJSONObject(params)
 }
 
 // outgoingRequest is a server-to-client request waiting for the client.

@@ -164,7 +164,19 @@ func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard
 
 func startHarness(t *testing.T, opts Options) *harness {
 	t.Helper()
+	return startHarnessWith(t, opts, nil)
+}
+
+// startHarnessWith is startHarness serving d instead of the harness's
+// testDispatcher (nil: the testDispatcher). h.d exists either way; a test
+// serving its own d releases its own handlers, with a t.Cleanup registered
+// after this call so that it runs before the harness waits for Serve.
+func startHarnessWith(t *testing.T, opts Options, d Dispatcher) *harness {
+	t.Helper()
 	h := &harness{t: t, in: newFeedReader(), out: newFrameRecorder(), d: newTestDispatcher(), done: make(chan error, 1)}
+	if d == nil {
+		d = h.d
+	}
 	if opts.Input == nil {
 		opts.Input = h.in
 	}
@@ -174,7 +186,7 @@ func startHarness(t *testing.T, opts Options) *harness {
 	if opts.Logger == nil {
 		opts.Logger = quietLogger()
 	}
-	tr, err := NewTransport(h.d, opts)
+	tr, err := NewTransport(d, opts)
 	if err != nil {
 		t.Fatalf("NewTransport: %v", err)
 	}
