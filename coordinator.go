@@ -495,6 +495,9 @@ func (c *coordinator) onChanges(changes []Change) error {
 }
 
 func (c *coordinator) forwardChange(change Change) error {
+	if change.Kind == SubscriptionsEnded {
+		return c.endSubscriptions()
+	}
 	prefix := "{"
 	if change.Kind == ResourceUpdated {
 		uri, err := marshalJSON(change.URI)
@@ -525,6 +528,20 @@ func (c *coordinator) forwardChange(change Change) error {
 			continue
 		}
 		if err := c.write(frame); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// endSubscriptions ends every open listen stream from the server side with
+// its final response, which carries its subscriptionId; the ids are free
+// again.
+func (c *coordinator) endSubscriptions() error {
+	for _, id := range slices.Sorted(maps.Keys(c.subs)) {
+		delete(c.subs, id)
+		final := json.RawMessage(`{"resultType":"complete","_meta":{"io.modelcontextprotocol/subscriptionId":` + id + `}}`)
+		if err := c.write(resultFrame(id, final)); err != nil {
 			return err
 		}
 	}

@@ -143,6 +143,9 @@ const (
 	PromptsChanged
 	ResourcesChanged
 	ResourceUpdated // the contents of one resource, Change.URI
+	// SubscriptionsEnded ends every open 2026 listen stream from the server
+	// side: each gets its final {resultType:"complete"} response.
+	SubscriptionsEnded
 )
 
 // Change is one event a ChangeSource reports.

@@ -65,6 +65,14 @@ func (rt *Runtime) AnnounceListChanged(kind ChangeKind) {
 	}
 }
 
+// EndSubscriptions ends, from the server side, every open 2026
+// subscriptions/listen stream of every connection: each gets its final
+// {"resultType":"complete"} response and its id is free again. Safe to call
+// from any goroutine.
+func (rt *Runtime) EndSubscriptions() {
+	rt.emit(Change{Kind: SubscriptionsEnded})
+}
+
 // announceIf announces kind when changed is true, and returns changed.
 func (rt *Runtime) announceIf(changed bool, kind ChangeKind) bool {
 	if changed {

@@ -432,3 +432,19 @@ func TestNoLegacyListChangedBeforeInitialize(t *testing.T) {
 	h.sync()
 	h.noFramesLeft()
 }
+
+// The server can end every open stream: each gets its final response, tagged
+// with its subscriptionId, and its id is free again.
+func TestEndSubscriptionsSendsFinalResponses(t *testing.T) {
+	rt := subscriptionRuntime(t, allChanges())
+	h := startHarnessWith(t, Options{}, rt)
+	h.listen(`"a"`, `{"toolsListChanged":true}`, `{"toolsListChanged":true}`)
+	h.listen(`7`, `{"toolsListChanged":true}`, `{"toolsListChanged":true}`)
+	rt.EndSubscriptions()
+	h.expect(`{"jsonrpc":"2.0","id":"a","result":{"resultType":"complete","_meta":{"io.modelcontextprotocol/subscriptionId":"a"}}}` + "\n")
+	h.expect(`{"jsonrpc":"2.0","id":7,"result":{"resultType":"complete","_meta":{"io.modelcontextprotocol/subscriptionId":7}}}` + "\n")
+	rt.AnnounceListChanged(ToolsChanged) // no stream is open any more
+	h.sync()
+	h.listen(`7`, `{}`, `{}`)
+	h.noFramesLeft()
+}
