@@ -141,7 +141,9 @@ func echoText(_ context.Context, req *HandlerRequest) (*ToolResult, error) {
 		Text json.RawMessage `json:"text"`
 	}
 	var found bool
-	if args.Text, found = soleMember(req.Arguments, "text"); !found {
+	// The exact member first, without decoding the rest; Bind (which also
+	// matches "Text" and "TEXT", as encoding/json does) only when it is absent.
+	if args.Text, found = jsonObject(req.Arguments).lookup("text"); !found {
 		if err := req.Bind(&args); err != nil {
 			return nil, err
 		}
@@ -371,37 +373,4 @@ func promptWithEmbeddedResource(_ context.Context, req *HandlerRequest) (*Prompt
 		})),
 		userMessage(TextContent("Please process the embedded resource above.")),
 	}}, nil
-}
-
-// soleMember returns the raw value of obj's member name when it is obj's only
-// member and its key has no escapes: then Bind would find exactly that value
-// (encoding/json also matches keys case-insensitively, and the last of
-// several matches wins, so any other shape is left to Bind).
-func soleMember(obj []byte, name string) (value []byte, ok bool) {
-	i := skipJSONSpace(obj, 0)
-	if i >= len(obj) || obj[i] != '{' {
-		return nil, false
-	}
-	i = skipJSONSpace(obj, i+1)
-	if i >= len(obj) || obj[i] != '"' {
-		return nil, false
-	}
-	keyEnd, escaped, ok := skipString(obj, i)
-	if !ok || escaped || string(obj[i+1:keyEnd-1]) != name {
-		return nil, false
-	}
-	i = skipJSONSpace(obj, keyEnd)
-	if i >= len(obj) || obj[i] != ':' {
-		return nil, false
-	}
-	valueStart := skipJSONSpace(obj, i+1)
-	valueEnd, ok := skipValue(obj, valueStart)
-	if !ok {
-		return nil, false
-	}
-	i = skipJSONSpace(obj, valueEnd)
-	if i >= len(obj) || obj[i] != '}' || skipJSONSpace(obj, i+1) != len(obj) {
-		return nil, false
-	}
-	return obj[valueStart:valueEnd:valueEnd], true
 }

@@ -75,7 +75,7 @@ func TestEchoTextArgumentShapes(t *testing.T) {
 	tests := []struct{ args, want string }{
 		{`{"text":"a"}`, "a"},
 		{` { "text" : "a\u0062" } `, "ab"},
-		{`{"text":"a","TEXT":"b"}`, "b"},
+		{`{"text":"a","TEXT":"b"}`, "a"}, // the exact name wins
 		{`{"Text":"c"}`, "c"},
 		{`{"te\u0078t":"d"}`, "d"},
 		{`{"other":1,"text":"e"}`, "e"},
