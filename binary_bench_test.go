@@ -138,7 +138,7 @@ func BenchmarkBinaryVsBaseline(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	server := serverBinary(&testing.T{})
+	server := serverBinary(b)
 	payload := strings.Repeat("x", 100)
 	for _, window := range []int{1, 64} {
 		b.Run(fmt.Sprintf("window%d", window), func(b *testing.B) {

@@ -22,7 +22,7 @@ var (
 )
 
 // serverBinary builds the real command once per test run.
-func serverBinary(t *testing.T) string {
+func serverBinary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "mcpstdio-bin")

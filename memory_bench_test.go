@@ -15,7 +15,7 @@ import (
 // stdin), reads all its stdout unless discardOutput is false, and returns the
 // process's peak resident set size in bytes and how long it ran.
 func peakRSS(b *testing.B, args []string, readOutput bool, feed func(io.WriteCloser)) (int64, time.Duration) {
-	cmd := exec.Command(serverBinary(&testing.T{}), args...)
+	cmd := exec.Command(serverBinary(b), args...)
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		b.Fatal(err)
