@@ -12,7 +12,7 @@ import (
 )
 
 // peakRSS runs the server with args, feeds it with feed (which must close
-// stdin), reads all its stdout unless discardOutput is false, and returns the
+// stdin), reads all its stdout when readOutput is true, and returns the
 // process's peak resident set size in bytes and how long it ran.
 func peakRSS(b *testing.B, args []string, readOutput bool, feed func(io.WriteCloser)) (int64, time.Duration) {
 	cmd := exec.Command(serverBinary(b), args...)
