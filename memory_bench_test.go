@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"io"
 	"os/exec"
 	"strconv"
@@ -15,23 +14,13 @@ import (
 // stdin), reads all its stdout when readOutput is true, and returns the
 // process's peak resident set size in bytes and how long it ran.
 func peakRSS(b *testing.B, args []string, readOutput bool, feed func(io.WriteCloser)) (int64, time.Duration) {
-	cmd := exec.Command(serverBinary(b), args...)
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	go feed(in)
+	p := startPipeClient(b, exec.Command(serverBinary(b), args...))
+	go feed(p.in)
 	if readOutput {
-		io.Copy(io.Discard, bufio.NewReader(out))
+		io.Copy(io.Discard, p.out)
 	}
+	cmd := p.cmd
 	cmd.Wait()
 	elapsed := time.Since(start)
 	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)

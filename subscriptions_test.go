@@ -134,11 +134,7 @@ func TestListenForwardsOnlyRequestedChanges(t *testing.T) {
 	updated := func(uri string) string {
 		return taggedFrame("notifications/resources/updated", "2", `"uri":"`+uri+`",`)
 	}
-	steps := []struct {
-		name   string
-		change func()
-		want   string // the next frame: any other frame before it is a failure
-	}{
+	steps := []changeStep{
 		{"AddTool", func() { mustAddTool(t, rt, Tool{Name: "t2"}, echoTool("two")) }, toolsA},
 		{"resource listed", func() { rt.NotifyResourceUpdated("test://a") }, updated("test://a")},
 		{"templated resource listed", func() { rt.NotifyResourceUpdated("test://t/1") }, updated("test://t/1")},
@@ -157,14 +153,7 @@ func TestListenForwardsOnlyRequestedChanges(t *testing.T) {
 			rt.NotifyResourceUpdated("test://a")
 		}, updated("test://a")},
 	}
-	for _, s := range steps {
-		s.change()
-		if got := h.next(); got != s.want {
-			t.Fatalf("%s: got %s, want %s", s.name, got, s.want)
-		}
-	}
-	h.sync()
-	h.noFramesLeft()
+	h.runSteps(steps)
 }
 
 // Over MaxSubscriptions a listen request is refused; closing a stream makes
@@ -320,11 +309,7 @@ func TestLegacyResourceSubscriptions(t *testing.T) {
 
 	toolsChanged := legacyFrame("notifications/tools/list_changed", "")
 	updated := func(uri string) string { return legacyFrame("notifications/resources/updated", `{"uri":"`+uri+`"}`) }
-	steps := []struct {
-		name   string
-		change func()
-		want   string // the next frame: any other frame before it is a failure
-	}{
+	steps := []changeStep{
 		{"not subscribed, then subscribed", func() {
 			rt.NotifyResourceUpdated("test://b")
 			rt.NotifyResourceUpdated("test://nope")
@@ -341,14 +326,7 @@ func TestLegacyResourceSubscriptions(t *testing.T) {
 			rt.NotifyResourceUpdated("test://t/5")
 		}, updated("test://t/5")},
 	}
-	for _, s := range steps {
-		s.change()
-		if got := h.next(); got != s.want {
-			t.Fatalf("%s: got %s, want %s", s.name, got, s.want)
-		}
-	}
-	h.sync()
-	h.noFramesLeft()
+	h.runSteps(steps)
 }
 
 // Initialize era: list_changed notifications follow catalog changes of the
@@ -446,5 +424,26 @@ func TestEndSubscriptionsSendsFinalResponses(t *testing.T) {
 	rt.AnnounceListChanged(ToolsChanged) // no stream is open any more
 	h.sync()
 	h.listen(`7`, `{}`, `{}`)
+	h.noFramesLeft()
+}
+
+// changeStep is one change a test makes and the frame it must produce next.
+type changeStep struct {
+	name   string
+	change func()
+	want   string // the next frame: any other frame before it is a failure
+}
+
+// runSteps makes each change in turn and expects its frame next, then that
+// nothing else is written.
+func (h *harness) runSteps(steps []changeStep) {
+	h.t.Helper()
+	for _, s := range steps {
+		s.change()
+		if got := h.next(); got != s.want {
+			h.t.Fatalf("%s: got %s, want %s", s.name, got, s.want)
+		}
+	}
+	h.sync()
 	h.noFramesLeft()
 }
