@@ -18,6 +18,10 @@ import (
 // what any stdio JSON-RPC server costs at the least.
 const baselineEnv = "MCPSTDIO_BASELINE_SERVER"
 
+// benchFlagsEnv adds flags to the server the binary benchmarks start, for
+// example "-cpuprofile /tmp/cpu.out" to profile it under that load.
+const benchFlagsEnv = "MCPSTDIO_BENCH_FLAGS"
+
 func TestMain(m *testing.M) {
 	if os.Getenv(baselineEnv) == "1" {
 		runBaseline(os.Stdin, os.Stdout)
@@ -50,9 +54,10 @@ func runBaseline(in io.Reader, out io.Writer) {
 
 // pipeClient drives a server process over OS pipes.
 type pipeClient struct {
-	cmd *exec.Cmd
-	in  io.WriteCloser
-	out *bufio.Reader
+	cmd    *exec.Cmd
+	in     io.WriteCloser
+	out    *bufio.Reader
+	closed bool
 }
 
 func startPipeClient(b *testing.B, cmd *exec.Cmd) *pipeClient {
@@ -70,10 +75,21 @@ func startPipeClient(b *testing.B, cmd *exec.Cmd) *pipeClient {
 	return &pipeClient{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 1<<20)}
 }
 
+// close ends the server's input and waits for it to exit; it may be called
+// more than once.
 func (p *pipeClient) close() {
+	if p.closed {
+		return
+	}
+	p.closed = true
 	p.in.Close()
 	io.Copy(io.Discard, p.out)
 	p.cmd.Wait()
+}
+
+// cpuTime is the CPU time (user and system) the exited server used.
+func (p *pipeClient) cpuTime() time.Duration {
+	return p.cmd.ProcessState.UserTime() + p.cmd.ProcessState.SystemTime()
 }
 
 // run sends n pipelined tools/call requests, window outstanding at a time,
@@ -146,7 +162,8 @@ func BenchmarkBinaryVsBaseline(b *testing.B) {
 			baseCmd.Env = append(os.Environ(), baselineEnv+"=1")
 			base := startPipeClient(b, baseCmd)
 			defer base.close()
-			ours := startPipeClient(b, exec.Command(server, "-log-level", "error"))
+			args := append([]string{"-log-level", "error"}, strings.Fields(os.Getenv(benchFlagsEnv))...)
+			ours := startPipeClient(b, exec.Command(server, args...))
 			defer ours.close()
 			// Warm both up, then measure the same number of calls on each.
 			base.run(b, 200, window, payload)
@@ -155,6 +172,10 @@ func BenchmarkBinaryVsBaseline(b *testing.B) {
 			baseTime, baseLat := base.run(b, b.N, window, payload)
 			ourTime, ourLat := ours.run(b, b.N, window, payload)
 			b.StopTimer()
+			base.close()
+			ours.close()
+			b.ReportMetric(float64(ours.cpuTime().Nanoseconds())/float64(b.N), "cpu-ns/call")
+			b.ReportMetric(float64(base.cpuTime().Nanoseconds())/float64(b.N), "baseline-cpu-ns/call")
 			ourRate := float64(b.N) / ourTime.Seconds()
 			baseRate := float64(b.N) / baseTime.Seconds()
 			b.ReportMetric(ourRate, "calls/s")

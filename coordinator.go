@@ -21,6 +21,11 @@ type inbound struct {
 	readErr  error
 }
 
+// linesBuffer is how many decoded lines the reading goroutine may hand over
+// ahead of the coordinator, so that under load the coordinator takes several
+// lines per wake-up instead of one.
+const linesBuffer = 16
+
 // execution is an admitted message the coordinator waits for.
 type execution struct {
 	ref    ExecutionRef
@@ -65,6 +70,9 @@ type coordinator struct {
 	peerCalls chan *peerCall // from running requests' Peers
 	changes   *changeBox     // from the dispatcher, when it is a ChangeSource
 	stopWatch func()
+	// executorDone is closed when an injected executor closes; nil for the
+	// transport's own, which closes only after Serve returned.
+	executorDone <-chan struct{}
 
 	session Session
 	header  map[string]string // synthesized request headers; replaced, never mutated
@@ -85,7 +93,7 @@ func newCoordinator(ctx context.Context, t *Transport) *coordinator {
 		log:         t.opts.Logger,
 		sub:         t.executor.NewSubmitter(),
 		writer:      newFrameWriter(t.opts.Output, t.opts.WriteTimeout),
-		lines:       make(chan inbound),
+		lines:       make(chan inbound, linesBuffer),
 		done:        make(chan struct{}),
 		peerCalls:   make(chan *peerCall),
 		stopWatch:   func() {},
@@ -94,6 +102,9 @@ func newCoordinator(ctx context.Context, t *Transport) *coordinator {
 		outgoing:    make(map[string]*outgoingRequest),
 		subs:        make(map[string]*subscription),
 		resourceSub: make(map[string]bool),
+	}
+	if !t.ownsExec {
+		c.executorDone = t.executor.Done()
 	}
 	if src, ok := t.dispatcher.(ChangeSource); ok {
 		c.changes = newChangeBox()
@@ -135,7 +146,7 @@ func readLines(lr *lineReader, out chan<- inbound, stop <-chan struct{}) {
 func (c *coordinator) run() error {
 	for {
 		if c.lines == nil && len(c.byRef) == 0 {
-			return nil
+			return c.outputFailed(c.writer.wait())
 		}
 		var err error
 		select {
@@ -149,7 +160,9 @@ func (c *coordinator) run() error {
 			err = c.onChanges(c.changes.take())
 		case call := <-c.t.calls:
 			err = c.onNotify(call)
-		case <-c.t.executor.Done():
+		case event := <-c.writer.pending():
+			err = c.outputFailed(c.writer.handle(event))
+		case <-c.executorDone:
 			return c.onExecutorClosed()
 		case <-c.ctx.Done():
 			return c.ctx.Err()
@@ -178,8 +191,21 @@ func (c *coordinator) changeSignal() <-chan struct{} {
 	return c.changes.signal
 }
 
+// write hands frame to the writer without waiting for it to be written; a
+// failure is reported by this call if the previous frame failed, else later,
+// when run takes the result.
 func (c *coordinator) write(frame []byte) error {
-	err := c.writer.write(frame)
+	return c.outputFailed(c.writer.write(frame))
+}
+
+// writeAndWait writes frame and returns when it has been written, has failed
+// or has timed out.
+func (c *coordinator) writeAndWait(frame []byte) error {
+	return c.outputFailed(c.writer.writeAndWait(frame))
+}
+
+// outputFailed logs a terminal output error, which ends the connection.
+func (c *coordinator) outputFailed(err error) error {
 	if err != nil {
 		c.log.Error("mcpstdio: output failed; closing the connection", "err", err)
 	}
@@ -238,7 +264,7 @@ func (c *coordinator) onMessage(env envelope) error {
 		return c.write(errorFrame(id, errCapacity))
 	case err != nil: // the executor closed under us
 		if ex.request {
-			if werr := c.write(errorFrame(id, errWorkerFailed)); werr != nil {
+			if werr := c.writeAndWait(errorFrame(id, errWorkerFailed)); werr != nil {
 				return werr
 			}
 		}
@@ -417,7 +443,7 @@ func (c *coordinator) onPeerCall(call *peerCall) error {
 		call.reply <- peerReply{err: ErrRequestEnded}
 		return nil
 	case call.frame != nil:
-		err := c.write(call.frame)
+		err := c.writeAndWait(call.frame)
 		call.reply <- peerReply{err: err}
 		return err
 	case c.lines == nil:
@@ -549,7 +575,7 @@ func (c *coordinator) endSubscriptions() error {
 }
 
 func (c *coordinator) onNotify(call *notifyCall) error {
-	err := c.write(call.frame)
+	err := c.writeAndWait(call.frame)
 	call.reply <- err
 	return err
 }
@@ -565,6 +591,9 @@ func (c *coordinator) onExecutorClosed() error {
 		if err := c.write(errorFrame(ex.id, errWorkerFailed)); err != nil {
 			return err
 		}
+	}
+	if err := c.outputFailed(c.writer.wait()); err != nil {
+		return err
 	}
 	return ErrExecutorClosed
 }

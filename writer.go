@@ -35,16 +35,37 @@ type deadlineWriter interface {
 
 // frameWriter writes frames to the output on its own goroutine, one at a time,
 // so that its owner can stop waiting for a write that does not return. There is
-// no queue: at most one frame is in flight. All methods are called by the
+// no queue: at most one frame is in flight, and the next is handed over only
+// after the previous one's result was taken. All methods are called by the
 // owner (the coordinator goroutine) only.
 type frameWriter struct {
 	out       io.Writer
 	deadlines deadlineWriter // nil when the output does not support deadlines
 	timeout   time.Duration
 	frames    chan []byte // to the writing goroutine; closed by close
-	results   chan error  // one result per frame; buffered so a late result never blocks
-	timer     *time.Timer
-	err       error // the terminal error, once a write failed; then nothing more is written
+	err       error       // the terminal error, once a write failed; then nothing more is written
+
+	// events carries each frame's result and, as errTimerFired, each firing
+	// of timer. At most one frame is in flight and the timer is re-armed
+	// only after its event was taken, so its buffer of two never fills.
+	events chan error
+
+	busy    bool      // a frame was handed over and its result not yet taken
+	started time.Time // when the frame in flight was handed over
+
+	// timer is armed lazily: when a frame is handed over and it is not
+	// armed, it is set for that frame's WriteTimeout; when it fires it is
+	// re-armed for the frame then in flight, if any. Resetting a timer per
+	// frame would cost a wake-up of the runtime's poller per frame, and a
+	// timer channel in the owner's select costs a timer update per wait.
+	timer *time.Timer
+	armed bool // set until the firing's event was taken
+
+	// Owned by the writing goroutine: the output's write deadline, set at
+	// most once per WriteTimeout, to twice WriteTimeout ahead, so a write
+	// the reader never drains returns at the latest 2*WriteTimeout after it
+	// began (the owner has given up on it after WriteTimeout).
+	deadline time.Time
 }
 
 // newFrameWriter starts the writing goroutine. The caller must call close.
@@ -53,9 +74,9 @@ func newFrameWriter(out io.Writer, timeout time.Duration) *frameWriter {
 		out:     out,
 		timeout: timeout,
 		frames:  make(chan []byte),
-		results: make(chan error, 1),
-		timer:   time.NewTimer(time.Hour),
+		events:  make(chan error, 2),
 	}
+	w.timer = time.AfterFunc(time.Hour, func() { w.events <- errTimerFired })
 	w.timer.Stop()
 	if dw, ok := out.(deadlineWriter); ok && dw.SetWriteDeadline(time.Time{}) == nil {
 		w.deadlines = dw
@@ -67,36 +88,91 @@ func newFrameWriter(out io.Writer, timeout time.Duration) *frameWriter {
 func (w *frameWriter) loop() {
 	for frame := range w.frames {
 		if w.deadlines != nil {
-			w.deadlines.SetWriteDeadline(time.Now().Add(w.timeout))
+			if now := time.Now(); w.deadline.Sub(now) < w.timeout {
+				w.deadline = now.Add(2 * w.timeout)
+				w.deadlines.SetWriteDeadline(w.deadline)
+			}
 		}
 		n, err := w.out.Write(frame)
 		if err == nil && n != len(frame) {
 			err = io.ErrShortWrite
 		}
-		w.results <- err
+		w.events <- err
 	}
 }
 
-// write writes one frame with a single Write call and blocks until it is
-// written, failed, or WriteTimeout passed. A failure or timeout is terminal: it
-// returns an *OutputError, and so does every later call, without writing. A
-// timed-out Write may already have written part of the frame, so nothing is
-// ever retried.
+// errTimerFired is the event of the write timer's firing.
+var errTimerFired = errors.New("write timer fired")
+
+// write hands frame to the writing goroutine, to be written with a single
+// Write call, and returns without waiting for it: the owner takes the result
+// from events, or from wait. If a frame is still in flight, write first
+// waits for it, at most until its WriteTimeout passes. A failure or timeout is
+// terminal: write returns an *OutputError, and so does every later call,
+// without writing. A timed-out Write may already have written part of the
+// frame, so nothing is ever retried. frame must not change until its result
+// was taken.
 func (w *frameWriter) write(frame []byte) error {
-	if w.err != nil {
-		return w.err
+	if err := w.wait(); err != nil {
+		return err
 	}
 	w.frames <- frame // the goroutine is idle: the previous write has returned
-	w.timer.Reset(w.timeout)
-	select {
-	case err := <-w.results:
-		w.timer.Stop()
-		if err != nil {
-			w.err = &OutputError{Err: w.cause(err)}
-		}
-	case <-w.timer.C:
-		w.err = &OutputError{Err: fmt.Errorf("%w after %v", ErrWriteTimeout, w.timeout)}
+	w.busy, w.started = true, time.Now()
+	if !w.armed {
+		w.timer.Reset(w.timeout)
+		w.armed = true
 	}
+	return nil
+}
+
+// writeAndWait writes frame and waits for its result.
+func (w *frameWriter) writeAndWait(frame []byte) error {
+	if err := w.write(frame); err != nil {
+		return err
+	}
+	return w.wait()
+}
+
+// wait blocks until the frame in flight, if any, is written, has failed or
+// has timed out, and returns the terminal error, if any.
+func (w *frameWriter) wait() error {
+	for w.busy {
+		w.handle(<-w.events)
+	}
+	return w.err
+}
+
+// pending returns the channel of the writer's events for the owner's select,
+// nil when none can arrive. What arrives must be passed to handle.
+func (w *frameWriter) pending() <-chan error {
+	if !w.busy && !w.armed {
+		return nil
+	}
+	return w.events
+}
+
+// handle takes one event: the result of the frame in flight, or the timer's
+// firing, after which the frame in flight, if any, has timed out if it began
+// WriteTimeout ago (otherwise the timer is re-armed for it). It returns the
+// terminal error, if any.
+func (w *frameWriter) handle(event error) error {
+	switch {
+	case event != errTimerFired:
+		w.busy = false
+		if event != nil {
+			w.err = &OutputError{Err: w.cause(event)}
+		}
+		return w.err
+	case !w.busy:
+		w.armed = false
+		return w.err
+	}
+	if left := w.timeout - time.Since(w.started); left > 0 {
+		w.timer.Reset(left)
+		return nil
+	}
+	w.armed, w.busy = false, false
+	w.err = &OutputError{Err: fmt.Errorf("%w after %v", ErrWriteTimeout, w.timeout)}
 	return w.err
 }
 
@@ -112,11 +188,13 @@ func (w *frameWriter) cause(err error) error {
 }
 
 // close ends the writing goroutine once its current write, if any, returns.
-// A goroutine stuck in a Write that never returns is abandoned.
+// The output's write deadline is cleared unless a write is still in flight,
+// which the deadline is left to end; a goroutine stuck in a Write that never
+// returns is abandoned.
 func (w *frameWriter) close() {
 	close(w.frames)
 	w.timer.Stop()
-	if w.deadlines != nil && w.err == nil {
+	if w.deadlines != nil && w.err == nil && !w.busy {
 		w.deadlines.SetWriteDeadline(time.Time{})
 	}
 }
