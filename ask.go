@@ -157,7 +157,7 @@ func (r *HandlerRequest) Ask(ctx context.Context, key, method string, params any
 	if key == "" {
 		return nil, fmt.Errorf("asking the client %s: empty key", method)
 	}
-	if r.ask == nil {
+	if !r.ask.enabled {
 		return nil, fmt.Errorf("asking the client %s: only tools/call, prompts/get and resources/read handlers may ask", method)
 	}
 	encoded, err := encodeAskParams(params)
@@ -209,7 +209,7 @@ func (r *HandlerRequest) ListRoots(ctx context.Context, key string) ([]Root, err
 // this request, or else the one a 2026 requestState carried from the
 // previous round; nil when there is none.
 func (r *HandlerRequest) State() json.RawMessage {
-	if r.ask == nil {
+	if !r.ask.enabled {
 		return nil
 	}
 	r.ask.mu.Lock()
@@ -223,7 +223,7 @@ func (r *HandlerRequest) State() json.RawMessage {
 // can read it but not alter it. It fails for a value encoding/json cannot
 // encode, or outside a tool, prompt or resource handler.
 func (r *HandlerRequest) SetState(v any) error {
-	if r.ask == nil {
+	if !r.ask.enabled {
 		return errors.New("SetState: only tools/call, prompts/get and resources/read handlers have a state")
 	}
 	var raw json.RawMessage
@@ -265,11 +265,12 @@ type inputRequest struct {
 }
 
 // askState is the asking state of one tools/call, prompts/get or
-// resources/read. The runtime creates it before the handler runs and reads
-// its outcome after the handler returned; the handler's goroutines use it in
-// between, under mu.
+// resources/read, part of its HandlerRequest. The runtime sets it up
+// (startAsking) before the handler runs and reads its outcome after the
+// handler returned; the handler's goroutines use it in between, under mu.
 type askState struct {
-	// Set at creation; read-only afterwards.
+	// Set by startAsking; read-only afterwards.
+	enabled   bool // the request may ask; false for other methods
 	stateless bool
 	method    string        // the request's method
 	subject   string        // the tool or prompt name, or the resource URI
@@ -457,43 +458,42 @@ type inputRequiredResult struct {
 	resultEnvelope
 }
 
-// startAsking prepares the asking state of c, a tools/call, prompts/get or
-// resources/read about subject. In 2026-07-28 it reads the retry's
-// inputResponses and verifies its requestState: -32602 when inputResponses
-// is not an object of objects, requestState is not a string, or the state
-// fails verification.
-func (rt *Runtime) startAsking(c *call, subject string) (*askState, *RPCError) {
-	a := &askState{method: c.req.Method, subject: subject}
+// startAsking sets up a, the asking state of c, a tools/call, prompts/get or
+// resources/read about subject, before its handler runs. In 2026-07-28 it
+// reads the retry's inputResponses and verifies its requestState: -32602 when
+// inputResponses is not an object of objects, requestState is not a string,
+// or the state fails verification.
+func (rt *Runtime) startAsking(c *call, a *askState, subject string) *RPCError {
+	a.enabled, a.method, a.subject = true, c.req.Method, subject
 	if c.era != eraStateless {
 		a.peer, a.timeout = c.req.Peer, rt.clientRequestTimeout
-		return a, nil
+		return nil
 	}
 	a.stateless = true
 	var rerr *RPCError
-	if a.responses, rerr = inputResponsesParam(c.params); rerr != nil {
-		return nil, rerr
+	if a.responses, rerr = inputResponsesParam(c.params.inputResponses); rerr != nil {
+		return rerr
 	}
-	raw, ok := c.params.lookup("requestState")
-	if !ok {
-		return a, nil
+	raw := c.params.requestState
+	if raw == nil {
+		return nil
 	}
 	token, ok := decodeString(raw)
 	if !ok {
-		return nil, invalidParams("Invalid params: requestState must be a string")
+		return invalidParams("Invalid params: requestState must be a string")
 	}
 	s, rerr := rt.states.open(c.req.Method, subject, token)
 	if rerr != nil {
-		return nil, rerr
+		return rerr
 	}
 	a.carried, a.handlerState = s.Answers, s.Handler
-	return a, nil
+	return nil
 }
 
-// inputResponsesParam reads params.inputResponses: absent, or an object
+// inputResponsesParam reads params.inputResponses, raw: absent, or an object
 // whose every value is an object (a client result).
-func inputResponsesParam(params paramsObject) (map[string]json.RawMessage, *RPCError) {
-	raw, ok := params.lookup("inputResponses")
-	if !ok {
+func inputResponsesParam(raw json.RawMessage) (map[string]json.RawMessage, *RPCError) {
+	if raw == nil {
 		return nil, nil
 	}
 	var responses map[string]json.RawMessage
@@ -514,7 +514,7 @@ func inputResponsesParam(params paramsObject) (map[string]json.RawMessage, *RPCE
 // usual) in the initialize era, for any other error, and when err also
 // holds an *RPCError, which takes precedence.
 func (rt *Runtime) inputRequired(c *call, a *askState, err error) (reply Reply, ok bool) {
-	if a == nil || !a.stateless || !errors.Is(err, ErrInputRequired) {
+	if !a.stateless || !errors.Is(err, ErrInputRequired) {
 		return Reply{}, false
 	}
 	if _, isRPC := errors.AsType[*RPCError](err); isRPC {

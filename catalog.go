@@ -137,18 +137,19 @@ func fixedToolResult(content ...Content) ToolHandler {
 
 // echoText serves the echo tool: {"text": string} → that text.
 func echoText(_ context.Context, req *HandlerRequest) (*ToolResult, error) {
-	var args struct {
-		Text json.RawMessage `json:"text"`
-	}
-	var found bool
 	// The exact member first, without decoding the rest; Bind (which also
 	// matches "Text" and "TEXT", as encoding/json does) only when it is absent.
-	if args.Text, found = jsonObject(req.Arguments).lookup("text"); !found {
+	raw, found := jsonObject(req.Arguments).lookup("text")
+	if !found {
+		var args struct {
+			Text json.RawMessage `json:"text"`
+		}
 		if err := req.Bind(&args); err != nil {
 			return nil, err
 		}
+		raw = args.Text
 	}
-	text, ok := decodeString(args.Text)
+	text, ok := decodeString(raw)
 	if !ok {
 		return nil, errors.New("echo: text must be a string")
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -55,12 +56,29 @@ func isKnownProtocolVersion(v string) bool {
 func isStatelessVersion(v string) bool { return v == ProtocolVersion20260728 }
 
 // isLogLevel reports whether s is one of the eight syslog severities MCP uses.
-func isLogLevel(s string) bool {
-	switch s {
-	case "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency":
-		return true
+func isLogLevel(s string) bool { return logLevelName([]byte(s)) != "" }
+
+// logLevelName returns the MCP log level named name, "" for any other.
+func logLevelName(name []byte) string {
+	switch string(name) {
+	case "debug":
+		return "debug"
+	case "info":
+		return "info"
+	case "notice":
+		return "notice"
+	case "warning":
+		return "warning"
+	case "error":
+		return "error"
+	case "critical":
+		return "critical"
+	case "alert":
+		return "alert"
+	case "emergency":
+		return "emergency"
 	}
-	return false
+	return ""
 }
 
 // versionSet is the list of enabled protocol versions in preference order.
@@ -152,37 +170,137 @@ func (o jsonObject) get(name string) json.RawMessage {
 	return v
 }
 
-// paramsObject is a request's params.
-type paramsObject = jsonObject
+// paramsObject is a request's params: the object's text (nil when absent),
+// and the members the pipeline reads, picked out in one scan (each nil when
+// absent). Other members are found with get and lookup.
+type paramsObject struct {
+	jsonObject
+	meta           json.RawMessage // _meta
+	name           json.RawMessage
+	arguments      json.RawMessage
+	uri            json.RawMessage
+	cursor         json.RawMessage
+	requestState   json.RawMessage
+	inputResponses json.RawMessage
+}
 
-// decodeParams checks the params of a request, nil when absent. The
-// transport has validated them already; a direct caller of Dispatch may not
-// have, so they are validated again (one linear pass, no allocation).
-func decodeParams(raw json.RawMessage) (paramsObject, *RPCError) {
+// decodeParams checks the params of req, an object or absent, and picks out
+// their members. Params the transport admitted were validated with their line
+// (see admit) and are only scanned; a direct caller's are validated first (one
+// linear pass, no allocation).
+func decodeParams(req *Request) (paramsObject, *RPCError) {
+	raw := req.Params
 	if len(raw) == 0 {
-		return nil, nil
+		return paramsObject{}, nil
 	}
-	if env, err := decodeEnvelope(raw); err != nil || env.kind != kindObject {
-		return nil, invalidParams("Invalid params: params must be an object")
+	if !req.paramsValidated() {
+		if env, err := decodeEnvelope(raw); err != nil || env.kind != kindObject {
+			return paramsObject{}, invalidParams("Invalid params: params must be an object")
+		}
 	}
-	return paramsObject(raw), nil
+	return scanParams(raw), nil
+}
+
+// scanParams picks the members the pipeline reads out of raw, a valid JSON
+// object, in one scan. A member named twice (impossible in validated input)
+// is taken from its first occurrence, as lookupMember would.
+func scanParams(raw json.RawMessage) paramsObject {
+	p := paramsObject{jsonObject: jsonObject(raw)}
+	var buf [64]byte
+	members := newMemberScanner(raw)
+	for {
+		key, escaped, value, ok := members.next()
+		if !ok {
+			return p
+		}
+		if slot := p.slot(unescapedKey(&buf, key, escaped)); slot != nil && *slot == nil {
+			*slot = value
+		}
+	}
+}
+
+// slot returns the field of p that holds the member named key, or nil when
+// the pipeline does not read that member.
+func (p *paramsObject) slot(key []byte) *json.RawMessage {
+	switch string(key) {
+	case "_meta":
+		return &p.meta
+	case "name":
+		return &p.name
+	case "arguments":
+		return &p.arguments
+	case "uri":
+		return &p.uri
+	case "cursor":
+		return &p.cursor
+	case "requestState":
+		return &p.requestState
+	case "inputResponses":
+		return &p.inputResponses
+	}
+	return nil
+}
+
+// metaObject is the members of params._meta dialect selection reads, picked
+// out in one scan; each is nil when absent.
+type metaObject struct {
+	protocolVersion    json.RawMessage
+	clientCapabilities json.RawMessage
+	clientInfo         json.RawMessage
+	logLevel           json.RawMessage
+	progressToken      json.RawMessage
+}
+
+// scanMeta picks the reserved members out of raw, a valid JSON object, as
+// scanParams does.
+func scanMeta(raw json.RawMessage) metaObject {
+	var m metaObject
+	var buf [64]byte
+	members := newMemberScanner(raw)
+	for {
+		key, escaped, value, ok := members.next()
+		if !ok {
+			return m
+		}
+		if slot := m.slot(unescapedKey(&buf, key, escaped)); slot != nil && *slot == nil {
+			*slot = value
+		}
+	}
+}
+
+// slot returns the field of m that holds the member named key, or nil for
+// any other member.
+func (m *metaObject) slot(key []byte) *json.RawMessage {
+	switch string(key) {
+	case metaKeyProtocolVersion:
+		return &m.protocolVersion
+	case metaKeyClientCapabilities:
+		return &m.clientCapabilities
+	case metaKeyClientInfo:
+		return &m.clientInfo
+	case metaKeyLogLevel:
+		return &m.logLevel
+	case metaKeyProgressToken:
+		return &m.progressToken
+	}
+	return nil
 }
 
 // resolve selects the dialect of req: a 2026 _meta version wins, then the
 // negotiated-version header, else the request is unnegotiated. Errors are the
 // exact JSON-RPC errors of SPEC §7.2 (-32602 for malformed _meta, -32022 for
 // a version that is unknown or not enabled).
-func (vs versionSet) resolve(req *Request, params paramsObject) (dialectInfo, *RPCError) {
+func (vs versionSet) resolve(req *Request, params *paramsObject) (dialectInfo, *RPCError) {
 	var info dialectInfo
 	meta, rerr := decodeMeta(params)
 	if rerr != nil {
 		return info, rerr
 	}
-	info.meta = params.get("_meta")
-	if _, ok := meta.lookup(metaKeyProtocolVersion); ok {
-		return vs.resolveStateless(info, meta)
+	info.meta = params.meta
+	if meta.protocolVersion != nil {
+		return vs.resolveStateless(info, &meta)
 	}
-	if rerr := readProgressToken(&info, meta); rerr != nil {
+	if rerr := readProgressToken(&info, &meta); rerr != nil {
 		return info, rerr
 	}
 	header := req.HeaderValue(headerProtocolVersion)
@@ -190,7 +308,7 @@ func (vs versionSet) resolve(req *Request, params paramsObject) (dialectInfo, *R
 	case header == "":
 		info.era = eraUnnegotiated
 	case isStatelessVersion(header) && vs.enabled(header):
-		return info, missingMetaError(meta != nil)
+		return info, missingMetaError(params.meta != nil)
 	case !vs.enabled(header):
 		return info, vs.unsupportedVersion(header)
 	default:
@@ -205,8 +323,8 @@ func (vs versionSet) resolve(req *Request, params paramsObject) (dialectInfo, *R
 // resolveStateless validates the 2026 _meta fields in a fixed order: version
 // (type, then support), clientCapabilities, clientInfo, progressToken,
 // logLevel.
-func (vs versionSet) resolveStateless(info dialectInfo, meta jsonObject) (dialectInfo, *RPCError) {
-	version, ok := decodeString(meta.get(metaKeyProtocolVersion))
+func (vs versionSet) resolveStateless(info dialectInfo, meta *metaObject) (dialectInfo, *RPCError) {
+	version, ok := decodeVersion(meta.protocolVersion)
 	if !ok {
 		return info, invalidParams(fmt.Sprintf("Invalid _meta: %q must be a string", metaKeyProtocolVersion))
 	}
@@ -216,8 +334,8 @@ func (vs versionSet) resolveStateless(info dialectInfo, meta jsonObject) (dialec
 	info.era = eraStateless
 	info.version = version
 
-	caps, ok := meta.lookup(metaKeyClientCapabilities)
-	if !ok {
+	caps := meta.clientCapabilities
+	if caps == nil {
 		return info, invalidParams(fmt.Sprintf("Missing _meta[%q]: a %s request must declare its client capabilities", metaKeyClientCapabilities, version))
 	}
 	if !isJSONObject(caps) {
@@ -225,7 +343,7 @@ func (vs versionSet) resolveStateless(info dialectInfo, meta jsonObject) (dialec
 	}
 	info.clientCapabilities = caps
 
-	if ci, ok := meta.lookup(metaKeyClientInfo); ok {
+	if ci := meta.clientInfo; ci != nil {
 		if !isImplementation(ci) {
 			return info, invalidParams(fmt.Sprintf("Invalid _meta: %q must be an object with string name and version", metaKeyClientInfo))
 		}
@@ -234,9 +352,9 @@ func (vs versionSet) resolveStateless(info dialectInfo, meta jsonObject) (dialec
 	if rerr := readProgressToken(&info, meta); rerr != nil {
 		return info, rerr
 	}
-	if raw, ok := meta.lookup(metaKeyLogLevel); ok {
-		level, ok := decodeString(raw)
-		if !ok || !isLogLevel(level) {
+	if raw := meta.logLevel; raw != nil {
+		level, ok := decodeLogLevel(raw)
+		if !ok {
 			return info, invalidParams(fmt.Sprintf("Invalid _meta: %q must be one of debug, info, notice, warning, error, critical, alert, emergency", metaKeyLogLevel))
 		}
 		info.logLevel = level
@@ -244,23 +362,48 @@ func (vs versionSet) resolveStateless(info dialectInfo, meta jsonObject) (dialec
 	return info, nil
 }
 
-// decodeMeta returns params._meta; nil when absent.
-func decodeMeta(params paramsObject) (jsonObject, *RPCError) {
-	raw, ok := params.lookup("_meta")
-	if !ok {
-		return nil, nil
+// decodeVersion is decodeString for a protocol version: a known version sent
+// without escapes comes back as its constant, without allocating.
+func decodeVersion(raw []byte) (string, bool) {
+	switch string(raw) {
+	case `"` + ProtocolVersion20260728 + `"`:
+		return ProtocolVersion20260728, true
+	case `"` + ProtocolVersion20251125 + `"`:
+		return ProtocolVersion20251125, true
+	case `"` + ProtocolVersion20250618 + `"`:
+		return ProtocolVersion20250618, true
 	}
-	if !isJSONObject(raw) {
-		return nil, invalidParams("Invalid _meta: must be an object")
+	return decodeString(raw)
+}
+
+// decodeLogLevel decodes a string that must be one of the eight MCP log
+// levels; a level sent without escapes comes back without allocating.
+func decodeLogLevel(raw []byte) (string, bool) {
+	if isPlainASCIIString(raw) {
+		if level := logLevelName(raw[1 : len(raw)-1]); level != "" {
+			return level, true
+		}
 	}
-	return jsonObject(raw), nil
+	level, ok := decodeString(raw)
+	return level, ok && isLogLevel(level)
+}
+
+// decodeMeta scans params._meta; the zero metaObject when absent.
+func decodeMeta(params *paramsObject) (metaObject, *RPCError) {
+	if params.meta == nil {
+		return metaObject{}, nil
+	}
+	if !isJSONObject(params.meta) {
+		return metaObject{}, invalidParams("Invalid _meta: must be an object")
+	}
+	return scanMeta(params.meta), nil
 }
 
 // readProgressToken validates _meta.progressToken, in every era: a string of
 // at most 256 bytes or an integer in the signed 64-bit range.
-func readProgressToken(info *dialectInfo, meta jsonObject) *RPCError {
-	raw, ok := meta.lookup(metaKeyProgressToken)
-	if !ok {
+func readProgressToken(info *dialectInfo, meta *metaObject) *RPCError {
+	raw := meta.progressToken
+	if raw == nil {
 		return nil
 	}
 	if !isBoundedID(raw) {
@@ -314,12 +457,40 @@ func isJSONObject(raw json.RawMessage) bool {
 	return false
 }
 
-// isImplementation reports whether raw is an object with string name and
-// version (the required fields of Implementation).
+// isImplementation reports whether raw, already known to be valid JSON, is
+// an object with string name and version (the required fields of
+// Implementation), exactly as decoding it with encoding/json would find them.
+// It scans the members itself, leaving to encoding/json only an object with a
+// key that matches one of the two case-insensitively (as encoding/json
+// matches keys to fields: bytes.EqualFold) but not exactly.
 func isImplementation(raw json.RawMessage) bool {
 	if !isJSONObject(raw) {
 		return false
 	}
+	var name, version []byte
+	var buf [64]byte
+	members := newMemberScanner(raw)
+	for {
+		key, escaped, value, ok := members.next()
+		if !ok {
+			return isStringToken(name) && isStringToken(version)
+		}
+		switch key := unescapedKey(&buf, key, escaped); {
+		case string(key) == "name":
+			name = value
+		case string(key) == "version":
+			version = value
+		case bytes.EqualFold(key, []byte("name")) || bytes.EqualFold(key, []byte("version")):
+			return decodesAsImplementation(raw)
+		}
+	}
+}
+
+// isStringToken reports whether raw, a valid JSON value or nil, is a string.
+func isStringToken(raw []byte) bool { return len(raw) > 0 && raw[0] == '"' }
+
+// decodesAsImplementation is isImplementation through encoding/json.
+func decodesAsImplementation(raw json.RawMessage) bool {
 	var impl struct {
 		Name    *string `json:"name"`
 		Version *string `json:"version"`
@@ -359,7 +530,7 @@ type emptyResult struct{}
 
 // readInitializeParams validates initialize's params (SPEC §7.1) and returns
 // the proposed version.
-func readInitializeParams(params paramsObject) (version string, caps, clientInfo json.RawMessage, rerr *RPCError) {
+func readInitializeParams(params jsonObject) (version string, caps, clientInfo json.RawMessage, rerr *RPCError) {
 	version, ok := decodeString(params.get("protocolVersion"))
 	if !ok {
 		return "", nil, nil, invalidParams("Invalid params: initialize requires a string protocolVersion")
@@ -378,7 +549,7 @@ func readInitializeParams(params paramsObject) (version string, caps, clientInfo
 // initialize answers the legacy handshake (SPEC §7.1). A repeated initialize
 // renegotiates.
 func (rt *Runtime) initialize(c *call) Reply {
-	proposed, caps, clientInfo, rerr := readInitializeParams(c.params)
+	proposed, caps, clientInfo, rerr := readInitializeParams(c.params.jsonObject)
 	if rerr != nil {
 		return Reply{Error: rerr}
 	}

@@ -97,11 +97,11 @@ func TestResolveFields(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			params, rerr := decodeParams(tt.req.Params)
+			params, rerr := decodeParams(tt.req)
 			if rerr != nil {
 				t.Fatal(rerr)
 			}
-			info, rerr := vs.resolve(tt.req, params)
+			info, rerr := vs.resolve(tt.req, &params)
 			if rerr != nil {
 				t.Fatalf("resolve: %d %s", rerr.Code, rerr.Message)
 			}
@@ -392,4 +392,102 @@ func containsString(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// TestIsImplementation checks the member scan of isImplementation against
+// encoding/json, which defines the answer.
+func TestIsImplementation(t *testing.T) {
+	for _, raw := range []string{
+		`{"name":"c","version":"1"}`,
+		`{"version":"1","title":"C","name":"c"}`,
+		` { "name" : "c" , "version" : "1" } `,
+		`{"n\u0061me":"c","version":"1"}`,
+		`{"name":"c"}`,
+		`{"version":"1"}`,
+		`{}`,
+		`{"name":null,"version":"1"}`,
+		`{"name":"c","version":null}`,
+		`{"name":1,"version":"1"}`,
+		`{"name":"c","version":{"major":1}}`,
+		`{"name":"c","version":["1"]}`,
+		`{"name":"c","version":true}`,
+		`{"Name":"c","version":"1"}`,
+		`{"name":"c","VERSION":"1"}`,
+		`{"name":"c","version":"1","Version":2}`,
+		`{"name":"c","version":"1","NAME":null}`,
+		`{"name":"c","ver\u017fion":"1"}`,
+		`{"name":"c","vers\u0130on":"1"}`,
+		`{"name":"c","vers\u0131on":"1"}`,
+		`{"n\u0130me":"c","version":"1"}`,
+		`{"name":"c","version":"1","\u212aey":0,"é":1}`,
+		`{"nam":"c","versions":"1"}`,
+		`{"meta":{"name":"c","version":"1"}}`,
+		`"c 1.0"`,
+		`["c","1"]`,
+		`null`,
+	} {
+		if got, want := isImplementation(json.RawMessage(raw)), decodesAsImplementation(json.RawMessage(raw)); got != want {
+			t.Errorf("isImplementation(%s) = %v, encoding/json says %v", raw, got, want)
+		}
+	}
+}
+
+// TestDecodeParamsValidation checks that only params the transport admitted
+// skip validation: a direct caller's, and an admitted Request's copy whose
+// Params were replaced, are validated.
+func TestDecodeParamsValidation(t *testing.T) {
+	const bad = `{"name":"a","name":"b"}` // a duplicate key
+	env, err := decodeEnvelope([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"name":"a"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	admitted, rerr := admit(env, "1")
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	if !admitted.paramsValidated() {
+		t.Fatal("admitted params are not marked validated")
+	}
+	replaced := *admitted
+	replaced.Params = json.RawMessage(bad)
+	for _, req := range []*Request{newRequest("tools/list", bad), &replaced} {
+		if req.paramsValidated() {
+			t.Errorf("params %s are marked validated", req.Params)
+		}
+		if _, rerr := decodeParams(req); rerr == nil || rerr.Message != "Invalid params: params must be an object" {
+			t.Errorf("decodeParams(%s) = %v, want the -32602", req.Params, rerr)
+		}
+	}
+}
+
+// TestScanParams checks that the members picked out in one scan are those
+// lookupMember finds.
+func TestScanParams(t *testing.T) {
+	for _, raw := range []string{
+		`{}`,
+		`{"name":"echo","arguments":{"name":"inner","cursor":1},"_meta":{"name":2}}`,
+		` { "n\u0061me" : "x" , "uri":"file:///a", "cursor" : "c", "requestState":"s","inputResponses":{"k":{}} } `,
+		`{"x":[{"name":1}],"\u0063ursor":null,"_met\u0061":{}}`,
+	} {
+		p := scanParams(json.RawMessage(raw))
+		for name, got := range map[string]json.RawMessage{
+			"_meta": p.meta, "name": p.name, "arguments": p.arguments, "uri": p.uri,
+			"cursor": p.cursor, "requestState": p.requestState, "inputResponses": p.inputResponses,
+		} {
+			if want, _ := lookupMember([]byte(raw), name); string(got) != string(want) || (got == nil) != (want == nil) {
+				t.Errorf("scanParams(%s).%s = %q, want %q", raw, name, got, want)
+			}
+		}
+	}
+	meta := `{"progressToken":7,"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},` +
+		`"io.modelcontextprotocol/client\u0049nfo":{"name":"c","version":"1"},"io.modelcontextprotocol/logLevel":"info","other":0}`
+	m := scanMeta(json.RawMessage(meta))
+	for name, got := range map[string]json.RawMessage{
+		metaKeyProtocolVersion: m.protocolVersion, metaKeyClientCapabilities: m.clientCapabilities,
+		metaKeyClientInfo: m.clientInfo, metaKeyLogLevel: m.logLevel, metaKeyProgressToken: m.progressToken,
+	} {
+		if want, _ := lookupMember([]byte(meta), name); string(got) != string(want) || got == nil {
+			t.Errorf("_meta[%q] = %q, want %q", name, got, want)
+		}
+	}
 }

@@ -45,6 +45,18 @@ type Request struct {
 	// Peer reaches the client while the request runs; nil where there is no
 	// client (a Dispatch called directly, or a notification).
 	Peer Peer
+
+	// validParams is Params as the transport validated it (strict JSON, an
+	// object) when it admitted the request; nil for a Request built by
+	// anyone else. See paramsValidated.
+	validParams json.RawMessage
+}
+
+// paramsValidated reports whether Params are the very bytes the transport
+// validated. A copy of the Request whose Params were replaced does not
+// qualify: its params are validated again.
+func (r *Request) paramsValidated() bool {
+	return len(r.Params) > 0 && len(r.validParams) == len(r.Params) && &r.validParams[0] == &r.Params[0]
 }
 
 // Peer is a running request's link to the client, provided by the transport.

@@ -38,6 +38,9 @@ const (
 	// smallObjectKeys is how many keys an object may have before duplicate
 	// detection switches from a linear scan of an inline array to a hash index.
 	smallObjectKeys = 16
+	// shortStringWords is how many eight-byte words of a string skipString
+	// examines itself before it hands the rest to bytes.IndexByte.
+	shortStringWords = 2
 	// maxPooledMarshalBuffer keeps the odd huge frame from pinning its buffer
 	// in the marshal pool.
 	maxPooledMarshalBuffer = 1 << 20
@@ -759,6 +762,16 @@ func isPlainASCIIString(raw []byte) bool {
 	return true
 }
 
+// plainStringContent returns the content of raw, without its quotes, when
+// raw is a string token isPlainASCIIString accepts (its text is its
+// content); nil otherwise.
+func plainStringContent(raw []byte) []byte {
+	if !isPlainASCIIString(raw) {
+		return nil
+	}
+	return raw[1 : len(raw)-1]
+}
+
 func canonicalIntegerID(raw []byte) (string, bool) {
 	digits := raw
 	negative := raw[0] == '-'
@@ -796,36 +809,75 @@ func canonicalIntegerID(raw []byte) (string, bool) {
 // in input decodeEnvelope accepts), the first wins. Linear in len(obj); it
 // never panics, and on malformed input it returns a best-effort answer.
 func lookupMember(obj []byte, name string) (value []byte, ok bool) {
+	members := newMemberScanner(obj)
+	for {
+		key, escaped, value, ok := members.next()
+		if !ok {
+			return nil, false
+		}
+		if keyMatches(key, escaped, name) {
+			return value, true
+		}
+	}
+}
+
+// memberScanner walks the members of a JSON object in order, without
+// validating or decoding them: one pass over the object picks out any number
+// of members. Like lookupMember it never panics; on malformed input it stops
+// early.
+type memberScanner struct {
+	obj []byte
+	i   int // offset of the next key's opening quote, or past the members
+}
+
+// newMemberScanner starts a scan of obj; when obj is not an object, next
+// reports no member.
+func newMemberScanner(obj []byte) memberScanner {
 	i := skipJSONSpace(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {
-		return nil, false
+		return memberScanner{obj: obj, i: len(obj)}
 	}
-	i = skipJSONSpace(obj, i+1)
-	for i < len(obj) && obj[i] == '"' {
-		keyEnd, escaped, ok := skipString(obj, i)
-		if !ok {
-			return nil, false
-		}
-		matched := keyMatches(obj[i+1:keyEnd-1], escaped, name)
-		i = skipJSONSpace(obj, keyEnd)
-		if i >= len(obj) || obj[i] != ':' {
-			return nil, false
-		}
-		valueStart := skipJSONSpace(obj, i+1)
-		valueEnd, ok := skipValue(obj, valueStart)
-		if !ok {
-			return nil, false
-		}
-		if matched {
-			return obj[valueStart:valueEnd:valueEnd], true
-		}
-		i = skipJSONSpace(obj, valueEnd)
-		if i >= len(obj) || obj[i] != ',' {
-			return nil, false
-		}
-		i = skipJSONSpace(obj, i+1)
+	return memberScanner{obj: obj, i: skipJSONSpace(obj, i+1)}
+}
+
+// next returns the next member: the raw content of its key (between the
+// quotes; escaped says whether it has escapes, see keyMatches and
+// unescapedKey) and its raw value, whitespace-trimmed, with its capacity
+// capped. ok is false past the last member.
+func (s *memberScanner) next() (key []byte, escaped bool, value []byte, ok bool) {
+	obj, i := s.obj, s.i
+	s.i = len(obj) // unless a complete member follows
+	if i >= len(obj) || obj[i] != '"' {
+		return nil, false, nil, false
 	}
-	return nil, false
+	keyEnd, escaped, ok := skipString(obj, i)
+	if !ok {
+		return nil, false, nil, false
+	}
+	key = obj[i+1 : keyEnd-1]
+	i = skipJSONSpace(obj, keyEnd)
+	if i >= len(obj) || obj[i] != ':' {
+		return nil, false, nil, false
+	}
+	valueStart := skipJSONSpace(obj, i+1)
+	valueEnd, ok := skipValue(obj, valueStart)
+	if !ok {
+		return nil, false, nil, false
+	}
+	if i = skipJSONSpace(obj, valueEnd); i < len(obj) && obj[i] == ',' {
+		s.i = skipJSONSpace(obj, i+1)
+	}
+	return key, escaped, obj[valueStart:valueEnd:valueEnd], true
+}
+
+// unescapedKey returns the text of the raw key content from
+// memberScanner.next: key itself when it has no escapes, else its unescaped
+// text in buf (or on the heap when longer).
+func unescapedKey(buf *[64]byte, key []byte, escaped bool) []byte {
+	if !escaped {
+		return key
+	}
+	return appendUnescaped(buf[:0], key)
 }
 
 // keyMatches reports whether the raw key content (escaped says whether it has
@@ -844,9 +896,28 @@ func keyMatches(content []byte, escaped bool, name string) bool {
 
 // skipString returns the offset just after the string token starting at
 // data[i] == '"' and whether it has escapes; ok is false when it is
-// unterminated. It does not validate the content. Each byte is examined once.
+// unterminated. It does not validate the content. Each byte is examined at
+// most twice.
 func skipString(data []byte, i int) (end int, escaped, ok bool) {
 	i++
+	// Most strings (keys, short values) end within a few words: look at
+	// those eight bytes at a time, and only then settle in with
+	// bytes.IndexByte, whose calls cost more than a short string.
+	for range shortStringWords {
+		if i+8 > len(data) {
+			break
+		}
+		m := quoteOrBackslash(binary.LittleEndian.Uint64(data[i:]))
+		if m == 0 {
+			i += 8
+			continue
+		}
+		i += bits.TrailingZeros64(m) >> 3
+		if data[i] == '"' {
+			return i + 1, false, true
+		}
+		break // a backslash: the loop below takes it from here
+	}
 	quote := -1 // the first '"' at or after i, once known
 	for {
 		if quote < i {

@@ -21,6 +21,12 @@ func appendJSONString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		for i+8 <= len(s) && stringStopper(stringWord(s, i)) == 0 {
+			i += 8 // eight bytes copied as they are
+		}
+		if i == len(s) {
+			break
+		}
 		if c := s[i]; c >= 0x20 && c < utf8.RuneSelf && c != '"' && c != '\\' {
 			i++
 			continue
@@ -33,6 +39,15 @@ func appendJSONString(dst []byte, s string) []byte {
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
+}
+
+// stringWord returns the eight bytes of s at i as one little-endian word, as
+// binary.LittleEndian.Uint64 does for a byte slice (the compiler makes it one
+// load).
+func stringWord(s string, i int) uint64 {
+	s = s[i : i+8]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 }
 
 // appendCanonicalRune appends r as encoding/json (HTML escaping off) writes it

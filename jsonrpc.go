@@ -87,7 +87,9 @@ func notificationFrame(method string, params json.RawMessage) ([]byte, error) {
 // admit validates the envelope of a decoded message (SPEC §4, "Envelope
 // errors") whose canonical id is id ("" when absent or not trackable). It
 // returns the request to dispatch or the error to answer; neither for a
-// malformed notification, which is dropped without an answer.
+// malformed notification, which is dropped without an answer. env must come
+// from decodeEnvelope, which validated the whole line: the request's params
+// are marked validated, so Dispatch does not check them again.
 func admit(env envelope, id string) (*Request, *RPCError) {
 	if env.kind != kindObject {
 		return nil, errInvalidRequest
@@ -100,7 +102,7 @@ func admit(env envelope, id string) (*Request, *RPCError) {
 		if !isJSONRPC2(env.jsonrpc) || !isObjectOrAbsent(env.params) {
 			return nil, nil
 		}
-		return &Request{Method: method, Params: env.params}, nil
+		return &Request{Method: method, Params: env.params, validParams: env.params}, nil
 	}
 	switch {
 	case !isJSONRPC2(env.jsonrpc):
@@ -116,7 +118,7 @@ func admit(env envelope, id string) (*Request, *RPCError) {
 	if string(canonical) != id {
 		canonical = []byte(id)
 	}
-	return &Request{Method: method, ID: canonical[:len(canonical):len(canonical)], Params: env.params}, nil
+	return &Request{Method: method, ID: canonical[:len(canonical):len(canonical)], Params: env.params, validParams: env.params}, nil
 }
 
 func isJSONRPC2(raw []byte) bool {

@@ -216,11 +216,11 @@ func (rt *Runtime) Dispatch(ctx context.Context, req *Request) Reply {
 	if req.ID == nil {
 		return Reply{}
 	}
-	params, rerr := decodeParams(req.Params)
+	params, rerr := decodeParams(req)
 	if rerr != nil {
 		return Reply{Error: rerr}
 	}
-	info, rerr := rt.versions.resolve(req, params)
+	info, rerr := rt.versions.resolve(req, &params)
 	if rerr != nil {
 		return Reply{Error: rerr}
 	}
@@ -293,8 +293,9 @@ type HandlerRequest struct {
 	// when the request had none).
 	Arguments json.RawMessage
 	// ask is the asking state of a tools/call, prompts/get or
-	// resources/read (ask.go); nil for other methods.
-	ask *askState
+	// resources/read (ask.go), inline so that it costs no allocation;
+	// ask.enabled is false for other methods.
+	ask askState
 	// Variables are the values a resource template's variables matched,
 	// percent-decoded; nil for a static resource.
 	Variables map[string]string

@@ -100,7 +100,7 @@ func listPage[E, T any](rt *Runtime, c *call, ix *index[E], kind listKind, requi
 	if requireEntries && len(list) == 0 {
 		return nil, "", methodNotFound(c.req.Method)
 	}
-	cursor, rerr := cursorParam(c.params)
+	cursor, rerr := cursorParam(c.params.cursor)
 	if rerr != nil {
 		return nil, "", rerr
 	}

@@ -142,11 +142,11 @@ func (rt *Runtime) getPrompt(ctx context.Context, c *call) Reply {
 	if !registered {
 		return Reply{Error: methodNotFound(c.req.Method)}
 	}
-	name, ok := decodeString(c.params.get("name"))
+	name, ok := decodeString(c.params.name)
 	if !ok {
 		return Reply{Error: invalidParams("Invalid params: prompts/get requires a string name")}
 	}
-	args, rerr := stringArguments(c.params)
+	args, rerr := stringArguments(c.params.arguments)
 	if rerr != nil {
 		return Reply{Error: rerr}
 	}
@@ -165,15 +165,15 @@ func (rt *Runtime) getPrompt(ctx context.Context, c *call) Reply {
 	}
 	req := c.handlerRequest()
 	req.Name = name
-	req.Arguments = c.params.get("arguments")
+	req.Arguments = c.params.arguments
 	if req.Arguments == nil {
 		req.Arguments = json.RawMessage(`{}`)
 	}
-	if req.ask, rerr = rt.startAsking(c, name); rerr != nil {
+	if rerr = rt.startAsking(c, &req.ask, name); rerr != nil {
 		return Reply{Error: rerr}
 	}
 	res, err := runHandler(rt, c, name, func() (*PromptResult, error) { return entry.handler(ctx, req) })
-	if reply, ok := rt.inputRequired(c, req.ask, err); ok {
+	if reply, ok := rt.inputRequired(c, &req.ask, err); ok {
 		return reply
 	}
 	if err != nil {
@@ -201,12 +201,11 @@ func (e *promptEntry) requiredArguments() []string {
 	return names
 }
 
-// stringArguments reads params.arguments of prompts/get, an object of
+// stringArguments reads params.arguments of prompts/get, raw, an object of
 // strings when present.
-func stringArguments(params paramsObject) (map[string]string, *RPCError) {
+func stringArguments(raw json.RawMessage) (map[string]string, *RPCError) {
 	args := map[string]string{}
-	raw, ok := params.lookup("arguments")
-	if !ok {
+	if raw == nil {
 		return args, nil
 	}
 	if !isJSONObject(raw) || json.Unmarshal(raw, &args) != nil {

@@ -238,7 +238,7 @@ func (rt *Runtime) readResource(ctx context.Context, c *call) Reply {
 	if !rt.servesResources() {
 		return Reply{Error: methodNotFound(c.req.Method)}
 	}
-	uri, ok := decodeString(c.params.get("uri"))
+	uri, ok := decodeString(c.params.uri)
 	if !ok {
 		return Reply{Error: invalidParams("Invalid params: resources/read requires a string uri")}
 	}
@@ -248,12 +248,11 @@ func (rt *Runtime) readResource(ctx context.Context, c *call) Reply {
 	}
 	req := c.handlerRequest()
 	req.URI, req.Variables = uri, vars
-	var rerr *RPCError
-	if req.ask, rerr = rt.startAsking(c, uri); rerr != nil {
+	if rerr := rt.startAsking(c, &req.ask, uri); rerr != nil {
 		return Reply{Error: rerr}
 	}
 	res, err := runHandler(rt, c, uri, func() (*ResourceResult, error) { return handler(ctx, req) })
-	if reply, ok := rt.inputRequired(c, req.ask, err); ok {
+	if reply, ok := rt.inputRequired(c, &req.ask, err); ok {
 		return reply
 	}
 	if err != nil {

@@ -49,7 +49,13 @@ type ToolResult struct {
 
 // TextResult returns a result of one text content block.
 func TextResult(text string) *ToolResult {
-	return &ToolResult{Content: []Content{TextContent(text)}}
+	// One allocation holds the result and its block.
+	r := &struct {
+		result ToolResult
+		block  [1]Content
+	}{block: [1]Content{TextContent(text)}}
+	r.result.Content = r.block[:]
+	return &r.result
 }
 
 // ToolHandler runs a tool. req.Name is the tool's name and req.Arguments its
@@ -162,23 +168,32 @@ type callToolResult struct {
 func (rt *Runtime) callTool(ctx context.Context, c *call) Reply {
 	rt.mu.RLock()
 	registered := len(rt.cat.tools.list) > 0
+	// A registered name sent without escapes is found without decoding it.
+	entry := rt.cat.tools.byKey[string(plainStringContent(c.params.name))]
 	rt.mu.RUnlock()
 	if !registered {
 		return Reply{Error: methodNotFound(c.req.Method)}
 	}
-	name, ok := rt.toolName(c.params.get("name"))
-	if !ok {
-		return Reply{Error: invalidParams("Invalid params: tools/call requires a string name")}
+	var name string
+	if entry != nil {
+		name = entry.tool.Name
+	} else {
+		var ok bool
+		if name, ok = decodeString(c.params.name); !ok {
+			return Reply{Error: invalidParams("Invalid params: tools/call requires a string name")}
+		}
 	}
-	args, rerr := argumentsParam(c.params)
+	args, rerr := argumentsParam(c.params.arguments)
 	if rerr != nil {
 		return Reply{Error: rerr}
 	}
-	rt.mu.RLock()
-	entry := rt.cat.tools.byKey[name]
-	rt.mu.RUnlock()
 	if entry == nil {
-		return Reply{Error: invalidParams("Unknown tool: " + name)}
+		rt.mu.RLock()
+		entry = rt.cat.tools.byKey[name]
+		rt.mu.RUnlock()
+		if entry == nil {
+			return Reply{Error: invalidParams("Unknown tool: " + name)}
+		}
 	}
 	if missing := missingMembers(jsonObject(args), entry.required); len(missing) > 0 {
 		return rt.toolResultReply(c, &ToolResult{
@@ -188,11 +203,11 @@ func (rt *Runtime) callTool(ctx context.Context, c *call) Reply {
 	}
 	req := c.handlerRequest()
 	req.Name, req.Arguments = name, args
-	if req.ask, rerr = rt.startAsking(c, name); rerr != nil {
+	if rerr = rt.startAsking(c, &req.ask, name); rerr != nil {
 		return Reply{Error: rerr}
 	}
 	res, err := runHandler(rt, c, name, func() (*ToolResult, error) { return entry.handler(ctx, req) })
-	if reply, ok := rt.inputRequired(c, req.ask, err); ok {
+	if reply, ok := rt.inputRequired(c, &req.ask, err); ok {
 		return reply
 	}
 	if err != nil {
@@ -223,10 +238,9 @@ func (rt *Runtime) toolResultReply(c *call, res *ToolResult) Reply {
 	})
 }
 
-// cursorParam reads params.cursor; "" when absent.
-func cursorParam(params paramsObject) (string, *RPCError) {
-	raw, ok := params.lookup("cursor")
-	if !ok {
+// cursorParam reads params.cursor, raw; "" when absent.
+func cursorParam(raw json.RawMessage) (string, *RPCError) {
+	if raw == nil {
 		return "", nil
 	}
 	cursor, ok := decodeString(raw)
@@ -236,11 +250,10 @@ func cursorParam(params paramsObject) (string, *RPCError) {
 	return cursor, nil
 }
 
-// argumentsParam reads params.arguments, which must be an object when
+// argumentsParam reads params.arguments, raw, which must be an object when
 // present; absent arguments are {}.
-func argumentsParam(params paramsObject) (json.RawMessage, *RPCError) {
-	raw, ok := params.lookup("arguments")
-	if !ok {
+func argumentsParam(raw json.RawMessage) (json.RawMessage, *RPCError) {
+	if raw == nil {
 		return json.RawMessage(`{}`), nil
 	}
 	if !isJSONObject(raw) {
@@ -309,19 +322,4 @@ func (rt *Runtime) appendPlainToolResult(dst []byte, c *call, res *ToolResult) (
 		dst = append(dst, rt.serverInfoMeta...)
 	}
 	return append(dst, '}'), true
-}
-
-// toolName is decodeString for the name of tools/call; a registered name
-// sent without escapes comes back as the registered string, without
-// allocating.
-func (rt *Runtime) toolName(raw []byte) (string, bool) {
-	if isPlainASCIIString(raw) {
-		rt.mu.RLock()
-		entry := rt.cat.tools.byKey[string(raw[1:len(raw)-1])]
-		rt.mu.RUnlock()
-		if entry != nil {
-			return entry.tool.Name, true
-		}
-	}
-	return decodeString(raw)
 }

@@ -91,7 +91,7 @@ func (rt *Runtime) NotifyResourceUpdated(uri string) {
 // subscribeResource answers resources/subscribe and resources/unsubscribe
 // (initialize era): the transport keeps the connection's set of URIs.
 func (rt *Runtime) subscribeResource(c *call, subscribe bool) Reply {
-	uri, ok := decodeString(c.params.get("uri"))
+	uri, ok := decodeString(c.params.uri)
 	if !ok || uri == "" {
 		return Reply{Error: invalidParams("Invalid params: " + c.req.Method + " requires a string uri")}
 	}
