@@ -8,14 +8,18 @@ package main
 //   - One mutex (Executor.mu) guards all bookkeeping. Every race between a job's
 //     completion, Cancel, its deadline and Close is decided under it, by the job's
 //     state: whoever moves a job out of jobRunning (or jobQueued) owns its single
-//     outcome. Outcomes are delivered after the mutex is released.
+//     outcome, and hands it over before releasing the mutex (delivery never
+//     blocks, see below). A worker settles a returned job, delivers its
+//     outcome and takes its next job or parks, all in one critical section.
 //   - A job's context is part of its record (jobContext). Deadlines need no
 //     timer per job: running jobs with a deadline sit in a heap, and one
 //     executor timer, armed for the earliest, both cancels a due job's
 //     context and decides its outcome.
 //   - A goroutine is started when a job is admitted while fewer than
-//     MaxConcurrency are running; when its job returns it takes the next queued
-//     job itself, so a busy executor spawns no goroutine per job.
+//     MaxConcurrency are running and no worker is parked; when its job returns
+//     it takes the next queued job itself, or parks on its own inbox channel
+//     until Submit hands it one, so a busy executor spawns no goroutine per
+//     job.
 //   - Delivery never blocks, whoever delivers (a worker, Cancel, a deadline
 //     timer): an outcome is offered to the buffered Outcomes channel without
 //     waiting; if the buffer is full it goes to the submitter's mailbox, an
@@ -23,8 +27,9 @@ package main
 //     mailbox is non-empty. A slow reader therefore costs memory (one Outcome
 //     per pending result, not a goroutine per pending result), never a slot,
 //     a worker or a caller of Cancel.
-//   - Close is final for delivery: a read-write lock around every send lets
-//     Close wait out sends in progress, then it empties the channel's buffer.
+//   - Close is final for delivery: sends made under the mutex check that the
+//     submitter is open; a read-write lock around the pump's blocking send lets
+//     Close wait it out; then Close empties the channel's buffer.
 
 import (
 	"container/heap"
@@ -131,7 +136,7 @@ type Executor struct {
 	closed     bool                    // guarded by mu
 	running    int                     // slots held; guarded by mu
 	queue      jobList                 // waiting jobs, oldest first; guarded by mu
-	idle       []chan *job             // parked workers' inboxes; guarded by mu
+	idle       []chan *job             // parked workers' inboxes, each empty; guarded by mu
 	lastRef    ExecutionRef            // guarded by mu
 	submitters map[*Submitter]struct{} // open submitters; guarded by mu
 
@@ -227,6 +232,11 @@ func (e *Executor) Close() {
 		e.closeSubmitterLocked(s)
 		closed = append(closed, s)
 	}
+	for i, inbox := range e.idle {
+		inbox <- nil // buffered and empty: tells the parked worker to exit
+		e.idle[i] = nil
+	}
+	e.idle = nil
 	close(e.done)
 	e.mu.Unlock()
 	for _, s := range closed {
@@ -243,9 +253,9 @@ type Submitter struct {
 	e        *Executor
 	outcomes chan Outcome  // buffered (outcomeBuffer); never closed
 	closing  chan struct{} // closed (under e.mu) when the submitter closes
-	// sendGate is held shared around every send on outcomes; Close takes it
-	// exclusively after closing `closing`, so no send completes after Close
-	// returns.
+	// sendGate is held shared around the pump's send on outcomes (the only
+	// send made without e.mu); Close takes it exclusively after closing
+	// `closing`, so no send completes after Close returns.
 	sendGate sync.RWMutex
 
 	// Guarded by e.mu.
@@ -281,16 +291,24 @@ func (s *Submitter) Submit(key string, timeout time.Duration, work func(ctx cont
 	j := &job{key: key, sub: s, work: work, timeout: timeout, deadlineIndex: -1}
 	e.mu.Lock()
 	startNow, err := e.admitLocked(j)
-	spawn := startNow && !e.handToIdleLocked(j)
-	if spawn {
-		e.goroutines.Add(1)
+	var inbox chan *job
+	if startNow {
+		inbox = e.takeIdleLocked()
+		if inbox == nil {
+			e.goroutines.Add(1)
+		}
 	}
 	ref := j.ref
 	e.mu.Unlock()
 	if err != nil {
 		return 0, err
 	}
-	if spawn {
+	switch {
+	case inbox != nil:
+		// Buffered and empty, and no one else sends to an inbox taken from
+		// e.idle; sent after unlocking so the wake-up is not under e.mu.
+		inbox <- j
+	case startNow:
 		go e.work(j)
 	}
 	return ref, nil
@@ -326,8 +344,8 @@ func (s *Submitter) Cancel(key string) bool {
 		return false
 	}
 	e.stopLocked(j)
+	s.deliverLocked(Outcome{Ref: j.ref, Key: j.key, Kind: OutcomeCancelled})
 	e.mu.Unlock()
-	s.deliver(Outcome{Ref: j.ref, Key: j.key, Kind: OutcomeCancelled})
 	return true
 }
 
@@ -353,7 +371,7 @@ type jobState uint8
 const (
 	jobQueued    jobState = iota + 1 // in e.queue; no slot, no deadline yet
 	jobRunning                       // holds a slot; outcome undecided
-	jobAbandoned                     // holds a slot; outcome already decided (cancelled, timed out, closed, or returned and being delivered)
+	jobAbandoned                     // holds a slot; outcome already decided (cancelled, timed out or closed)
 	jobFinished                      // holds nothing: returned, or removed from the queue
 )
 
@@ -444,20 +462,16 @@ func (e *Executor) expireDue() {
 	e.mu.Lock()
 	e.timerAt = time.Time{}
 	now := time.Now()
-	var expired []*job
 	for len(e.deadlines) > 0 && !e.deadlines[0].ctx.deadline.After(now) {
 		j := e.deadlines[0]
 		e.abandonLocked(j)
 		j.ctx.cancel(context.DeadlineExceeded)
-		expired = append(expired, j)
+		j.sub.deliverLocked(Outcome{Ref: j.ref, Key: j.key, Kind: OutcomeTimedOut})
 	}
 	if len(e.deadlines) > 0 {
 		e.armLocked(e.deadlines[0].ctx.deadline)
 	}
 	e.mu.Unlock()
-	for _, j := range expired {
-		j.sub.deliver(Outcome{Ref: j.ref, Key: j.key, Kind: OutcomeTimedOut})
-	}
 }
 
 // stopLocked ends j's claim to an outcome because it was cancelled or its
@@ -510,65 +524,41 @@ func (e *Executor) closeSubmitterLocked(s *Submitter) {
 }
 
 // work is a worker goroutine: it runs j and then every job the queue hands
-// it; when the queue is empty it parks until Submit hands it a job, so that a
-// busy executor neither starts a goroutine per job nor grows a fresh stack
-// for each. It exits when the executor closes, or when enough workers are
-// parked already.
+// it; when the queue is empty it parks on its inbox until Submit hands it a
+// job, so that a busy executor neither starts a goroutine per job nor grows a
+// fresh stack for each. It exits when the executor closes (Close sends it
+// nil), or when enough workers are parked already.
 func (e *Executor) work(j *job) {
 	defer e.goroutines.Done()
 	inbox := make(chan *job, 1)
 	for j != nil {
-		for j != nil {
-			j = e.runJob(j)
-		}
-		j = e.park(inbox)
-	}
-}
-
-// park waits, as an idle worker, for the next job handed to inbox. nil means
-// the worker should exit.
-func (e *Executor) park(inbox chan *job) *job {
-	e.mu.Lock()
-	if e.closed || len(e.idle) >= e.maxConcurrency {
-		e.mu.Unlock()
-		return nil
-	}
-	e.idle = append(e.idle, inbox)
-	e.mu.Unlock()
-	select {
-	case j := <-inbox:
-		return j
-	case <-e.done:
-		// A job handed over just before Close still holds a slot: run it
-		// (its context is cancelled) so that its accounting settles.
-		select {
-		case j := <-inbox:
-			return j
-		default:
-			return nil
+		var parked bool
+		if j, parked = e.runJob(j, inbox); parked {
+			j = <-inbox
 		}
 	}
 }
 
-// handToIdleLocked gives j, just started, to a parked worker, most recently
-// parked first (its stack is warm). It reports false when none is parked.
-func (e *Executor) handToIdleLocked(j *job) bool {
+// takeIdleLocked removes a parked worker from e.idle, most recently parked
+// first (its stack is warm), and returns its inbox, or nil when none is
+// parked. The caller must send the worker a job.
+func (e *Executor) takeIdleLocked() chan *job {
 	n := len(e.idle)
 	if n == 0 {
-		return false
+		return nil
 	}
 	inbox := e.idle[n-1]
 	e.idle[n-1] = nil
 	e.idle = e.idle[:n-1]
-	inbox <- j // buffered, and only this goroutine sends to a parked worker
-	return true
+	return inbox
 }
 
-// runJob calls j's work function, recovering a panic, settles j and returns
-// the next job for this goroutine (nil if none). If the work calls
-// runtime.Goexit this goroutine cannot continue, so the next job gets a fresh
-// worker.
-func (e *Executor) runJob(j *job) (next *job) {
+// runJob calls j's work function, recovering a panic, and settles j (see
+// finish). It returns the next job for this goroutine, or parked when the
+// worker is now registered idle and must wait on inbox; with neither, the
+// worker exits. If the work calls runtime.Goexit this goroutine cannot
+// continue, so it does not park and the next job gets a fresh worker.
+func (e *Executor) runJob(j *job, inbox chan *job) (next *job, parked bool) {
 	returned := false
 	defer func() {
 		if returned {
@@ -578,8 +568,9 @@ func (e *Executor) runJob(j *job) (next *job) {
 		goexit := cause == nil
 		if goexit {
 			cause = errWorkGoexit
+			inbox = nil
 		}
-		next = e.finish(j, OutcomeFailed, nil, cause)
+		next, parked = e.finish(j, OutcomeFailed, nil, cause, inbox)
 		if goexit && next != nil {
 			e.goroutines.Add(1)
 			go e.work(next)
@@ -587,77 +578,59 @@ func (e *Executor) runJob(j *job) (next *job) {
 	}()
 	value := j.work(&j.ctx)
 	returned = true
-	return e.finish(j, OutcomeCompleted, value, nil)
+	return e.finish(j, OutcomeCompleted, value, nil, inbox)
 }
 
-// finish records that j's function returned: it decides the outcome if no
-// one else has and delivers it without blocking, then hands j's slot to the
-// next queued job (returned, already started) or frees it. The slot is given
-// up only after the outcome is handed over, so work admitted meanwhile queues
-// behind it and cannot overtake it.
-func (e *Executor) finish(j *job, kind OutcomeKind, value, panicValue any) (next *job) {
+// finish records that j's function returned, in one critical section: it
+// decides the outcome if no one else has, cancels j's context and delivers
+// the outcome without blocking, then hands j's slot to the next queued job
+// (returned, already started) or frees it. The slot is given up only after
+// the outcome is handed over, so work admitted meanwhile queues behind it and
+// cannot overtake it. With no next job, a worker with an inbox (non-nil)
+// parks: it is added to e.idle (parked true) unless the executor is closed or
+// enough workers are parked already.
+func (e *Executor) finish(j *job, kind OutcomeKind, value, panicValue any, inbox chan *job) (next *job, parked bool) {
 	e.mu.Lock()
+	defer e.mu.Unlock()
 	if j.state == jobRunning {
 		e.forgetLocked(j)
-		j.state = jobAbandoned // decided; the slot stays held until delivery
-		e.mu.Unlock()
 		// As net/http does when a handler returns: whatever the work left
-		// watching its context is released.
+		// watching its context is released, before the outcome is seen.
 		j.ctx.cancel(context.Canceled)
-		j.sub.deliver(Outcome{Ref: j.ref, Key: j.key, Kind: kind, Value: value, Panic: panicValue})
-		e.mu.Lock()
+		j.sub.deliverLocked(Outcome{Ref: j.ref, Key: j.key, Kind: kind, Value: value, Panic: panicValue})
 	}
-	// Otherwise the job was abandoned earlier, and its context cancelled then.
+	// Otherwise the job was abandoned earlier, its context cancelled and its
+	// outcome delivered then.
 	j.state = jobFinished
 	if next = e.queue.popFront(); next != nil {
 		e.startLocked(next) // the slot passes to next
-	} else {
-		e.running--
+		return next, false
 	}
-	e.mu.Unlock()
-	return next
+	e.running--
+	if inbox == nil || e.closed || len(e.idle) >= e.maxConcurrency {
+		return nil, false
+	}
+	e.idle = append(e.idle, inbox)
+	return nil, true
 }
 
-// deliver hands o to the submitter's reader without ever blocking: into the
-// channel if it has room, otherwise through the mailbox and its pump. Called
-// without e.mu held. On a closed submitter o is dropped.
-func (s *Submitter) deliver(o Outcome) {
-	if s.offer(o) {
-		return
-	}
-	e := s.e
-	e.mu.Lock()
+// deliverLocked hands o to the submitter's reader without ever blocking: into
+// the channel if it has room, otherwise through the mailbox and its pump. On
+// a closed submitter o is dropped.
+func (s *Submitter) deliverLocked(o Outcome) {
 	if s.closed {
-		e.mu.Unlock()
 		return
-	}
-	s.mailbox.push(o)
-	startPump := !s.pumping
-	if startPump {
-		s.pumping = true
-		e.goroutines.Add(1)
-	}
-	e.mu.Unlock()
-	if startPump {
-		go s.pump()
-	}
-}
-
-// offer sends o if the channel can take it right now. It reports whether o
-// needs no further handling: sent, or dropped because the submitter is closing.
-func (s *Submitter) offer(o Outcome) bool {
-	s.sendGate.RLock()
-	defer s.sendGate.RUnlock()
-	select {
-	case <-s.closing:
-		return true
-	default:
 	}
 	select {
 	case s.outcomes <- o:
-		return true
+		return
 	default:
-		return false
+	}
+	s.mailbox.push(o)
+	if !s.pumping {
+		s.pumping = true
+		s.e.goroutines.Add(1)
+		go s.pump()
 	}
 }
 

@@ -10,7 +10,9 @@ import (
 func trivialWork(context.Context) any { return nil }
 
 // BenchmarkExecutorRoundTrip measures Submit plus receiving the outcome, one
-// job at a time and with 64 jobs outstanding, with and without a deadline.
+// job at a time and with 4 or 64 jobs outstanding, with and without a
+// deadline. With 4 outstanding (fewer than MaxConcurrency) jobs mostly go to
+// parked workers; with 64, half of them queue.
 func BenchmarkExecutorRoundTrip(b *testing.B) {
 	for _, timeout := range []time.Duration{0, -1} {
 		name := "deadline=30s"
@@ -18,6 +20,7 @@ func BenchmarkExecutorRoundTrip(b *testing.B) {
 			name = "deadline=none"
 		}
 		b.Run("sequential/"+name, func(b *testing.B) { benchmarkRoundTrip(b, 1, timeout) })
+		b.Run("outstanding=4/"+name, func(b *testing.B) { benchmarkRoundTrip(b, 4, timeout) })
 		b.Run("outstanding=64/"+name, func(b *testing.B) { benchmarkRoundTrip(b, 64, timeout) })
 	}
 }

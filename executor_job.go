@@ -94,10 +94,12 @@ func (c *jobContext) cancel(err error) {
 	if c.done != nil {
 		close(c.done)
 	}
-	for f := range c.afterFuncs {
-		go (*f)()
+	if c.afterFuncs != nil { // ranging over even a nil map costs an iterator
+		for f := range c.afterFuncs {
+			go (*f)()
+		}
+		c.afterFuncs = nil
 	}
-	c.afterFuncs = nil
 }
 
 // deadlineHeap orders running jobs by deadline for container/heap, keeping
