@@ -18,13 +18,28 @@ import (
 // what any stdio JSON-RPC server costs at the least.
 const baselineEnv = "MCPSTDIO_BASELINE_SERVER"
 
+// floorEnv makes the test binary act as the pipeline floor: the canned
+// answers of the baseline, passed through the goroutines SPEC §1 prescribes
+// (reader, coordinator, worker, coordinator, single in-flight writer) with
+// nothing else done on the way. What it costs over the baseline is what the
+// architecture costs before any JSON-RPC, MCP or bookkeeping work.
+const floorEnv = "MCPSTDIO_FLOOR_SERVER"
+
 // benchFlagsEnv adds flags to the server the binary benchmarks start, for
 // example "-cpuprofile /tmp/cpu.out" to profile it under that load.
 const benchFlagsEnv = "MCPSTDIO_BENCH_FLAGS"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(baselineEnv) == "1" {
+	switch {
+	case os.Getenv(baselineEnv) == "1":
 		runBaseline(os.Stdin, os.Stdout)
+		os.Exit(0)
+	case os.Getenv(floorEnv) == "1":
+		out, err := isolateOutput(os.Stdout, os.Stderr)
+		if err != nil {
+			os.Exit(1)
+		}
+		runPipelineFloor(pollableInput(os.Stdin), out)
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
@@ -38,17 +53,81 @@ func runBaseline(in io.Reader, out io.Writer) {
 		if err != nil {
 			return
 		}
-		id := []byte("null")
-		if i := bytes.Index(line, []byte(`"id":`)); i >= 0 {
-			rest := line[i+5:]
-			if j := bytes.IndexAny(rest, ",}"); j >= 0 {
-				id = rest[:j]
+		w.Write(cannedResponse(w.AvailableBuffer(), line))
+		w.Flush()
+	}
+}
+
+// cannedResponse appends to dst a fixed tools/call result with line's id.
+func cannedResponse(dst, line []byte) []byte {
+	id := []byte("null")
+	if i := bytes.Index(line, []byte(`"id":`)); i >= 0 {
+		rest := line[i+5:]
+		if j := bytes.IndexAny(rest, ",}"); j >= 0 {
+			id = rest[:j]
+		}
+	}
+	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
+	dst = append(dst, id...)
+	return append(dst, `,"result":{"content":[{"type":"text","text":"ok"}]}}`+"\n"...)
+}
+
+// runPipelineFloor is the pipeline floor (see floorEnv): a reading goroutine
+// hands lines to a coordinating loop, which hands each to one of 32 workers
+// and each worker's frame to a single writing goroutine, one frame in flight.
+func runPipelineFloor(in io.Reader, out io.Writer) {
+	lines := make(chan []byte, linesBuffer)
+	go func() {
+		defer close(lines)
+		r := bufio.NewReaderSize(in, defaultReadChunk)
+		for {
+			line, err := r.ReadSlice('\n')
+			if err != nil {
+				return
+			}
+			lines <- bytes.Clone(line)
+		}
+	}()
+	jobs := make(chan []byte, defaultMaxQueue)
+	defer close(jobs)
+	outcomes := make(chan []byte, outcomeBuffer)
+	for range defaultMaxConcurrency {
+		go func() {
+			for line := range jobs {
+				outcomes <- cannedResponse(nil, line)
+			}
+		}()
+	}
+	frames, results := make(chan []byte), make(chan error, 1)
+	defer close(frames)
+	go func() {
+		for frame := range frames {
+			_, err := out.Write(frame)
+			results <- err
+		}
+	}()
+	pending, writing := 0, false
+	for lines != nil || pending > 0 || writing {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				lines = nil
+				continue
+			}
+			pending++
+			jobs <- line
+		case frame := <-outcomes:
+			pending--
+			if writing && <-results != nil {
+				return
+			}
+			frames <- frame
+			writing = true
+		case err := <-results:
+			if writing = false; err != nil {
+				return
 			}
 		}
-		w.WriteString(`{"jsonrpc":"2.0","id":`)
-		w.Write(id)
-		w.WriteString(`,"result":{"content":[{"type":"text","text":"ok"}]}}` + "\n")
-		w.Flush()
 	}
 }
 
@@ -156,35 +235,47 @@ func BenchmarkBinaryVsBaseline(b *testing.B) {
 	}
 	server := serverBinary(b)
 	payload := strings.Repeat("x", 100)
+	helper := func(env string) *exec.Cmd {
+		cmd := exec.Command(self)
+		cmd.Env = append(os.Environ(), env+"=1")
+		return cmd
+	}
 	for _, window := range []int{1, 64} {
 		b.Run(fmt.Sprintf("window%d", window), func(b *testing.B) {
-			baseCmd := exec.Command(self)
-			baseCmd.Env = append(os.Environ(), baselineEnv+"=1")
-			base := startPipeClient(b, baseCmd)
-			defer base.close()
 			args := append([]string{"-log-level", "error"}, strings.Fields(os.Getenv(benchFlagsEnv))...)
-			ours := startPipeClient(b, exec.Command(server, args...))
-			defer ours.close()
-			// Warm both up, then measure the same number of calls on each.
-			base.run(b, 200, window, payload)
-			ours.run(b, 200, window, payload)
+			runs := []struct {
+				prefix string // of the metrics' units
+				client *pipeClient
+				time   time.Duration
+				lat    []time.Duration
+			}{
+				{prefix: "baseline-", client: startPipeClient(b, helper(baselineEnv))},
+				{prefix: "floor-", client: startPipeClient(b, helper(floorEnv))},
+				{prefix: "", client: startPipeClient(b, exec.Command(server, args...))},
+			}
+			for _, r := range runs {
+				defer r.client.close()
+				r.client.run(b, 200, window, payload) // warm up
+			}
 			b.ResetTimer()
-			baseTime, baseLat := base.run(b, b.N, window, payload)
-			ourTime, ourLat := ours.run(b, b.N, window, payload)
+			for i := range runs {
+				runs[i].time, runs[i].lat = runs[i].client.run(b, b.N, window, payload)
+			}
 			b.StopTimer()
-			base.close()
-			ours.close()
-			b.ReportMetric(float64(ours.cpuTime().Nanoseconds())/float64(b.N), "cpu-ns/call")
-			b.ReportMetric(float64(base.cpuTime().Nanoseconds())/float64(b.N), "baseline-cpu-ns/call")
-			ourRate := float64(b.N) / ourTime.Seconds()
-			baseRate := float64(b.N) / baseTime.Seconds()
-			b.ReportMetric(ourRate, "calls/s")
-			b.ReportMetric(baseRate, "baseline-calls/s")
-			b.ReportMetric(ourRate/baseRate, "rate-ratio")
+			rate := func(i int) float64 { return float64(b.N) / runs[i].time.Seconds() }
+			for i, r := range runs {
+				r.client.close()
+				b.ReportMetric(float64(r.client.cpuTime().Nanoseconds())/float64(b.N), r.prefix+"cpu-ns/call")
+				b.ReportMetric(rate(i), r.prefix+"calls/s")
+				if window == 1 {
+					b.ReportMetric(float64(median(r.lat).Nanoseconds()), r.prefix+"p50-ns")
+				}
+			}
+			b.ReportMetric(rate(2)/rate(0), "rate-ratio")
+			b.ReportMetric(rate(1)/rate(0), "floor-rate-ratio")
 			if window == 1 {
-				b.ReportMetric(float64(median(ourLat).Nanoseconds()), "p50-ns")
-				b.ReportMetric(float64(median(baseLat).Nanoseconds()), "baseline-p50-ns")
-				b.ReportMetric(float64(median(ourLat))/float64(median(baseLat)), "p50-ratio")
+				b.ReportMetric(float64(median(runs[2].lat))/float64(median(runs[0].lat)), "p50-ratio")
+				b.ReportMetric(float64(median(runs[1].lat))/float64(median(runs[0].lat)), "floor-p50-ratio")
 			}
 		})
 	}
