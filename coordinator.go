@@ -65,10 +65,9 @@ type coordinator struct {
 	sub    *Submitter
 	writer *frameWriter
 
-	lines     chan inbound   // from the reading goroutine; nil after end of input
-	done      chan struct{}  // closed at shutdown: no goroutine waits on the coordinator after it
-	peerCalls chan *peerCall // from running requests' Peers
-	changes   *changeBox     // from the dispatcher, when it is a ChangeSource
+	lines     chan inbound  // from the reading goroutine; nil after end of input
+	done      chan struct{} // closed at shutdown: no goroutine waits on the coordinator after it
+	changes   *changeBox    // from the dispatcher, when it is a ChangeSource
 	stopWatch func()
 	// executorDone is closed when an injected executor closes; nil for the
 	// transport's own, which closes only after Serve returned.
@@ -95,7 +94,6 @@ func newCoordinator(ctx context.Context, t *Transport) *coordinator {
 		writer:      newFrameWriter(t.opts.Output, t.opts.WriteTimeout),
 		lines:       make(chan inbound, linesBuffer),
 		done:        make(chan struct{}),
-		peerCalls:   make(chan *peerCall),
 		stopWatch:   func() {},
 		byID:        make(map[string]*execution),
 		byRef:       make(map[ExecutionRef]*execution),
@@ -154,12 +152,10 @@ func (c *coordinator) run() error {
 			err = c.onInbound(in)
 		case o := <-c.sub.Outcomes():
 			err = c.onOutcome(o)
-		case call := <-c.peerCalls:
+		case call := <-c.t.calls:
 			err = c.onPeerCall(call)
 		case <-c.changeSignal():
 			err = c.onChanges(c.changes.take())
-		case call := <-c.t.calls:
-			err = c.onNotify(call)
 		case event := <-c.writer.pending():
 			err = c.outputFailed(c.writer.handle(event))
 		case <-c.executorDone:
@@ -310,7 +306,7 @@ func (c *coordinator) serve(ctx context.Context, env envelope, id string, ex *ex
 	}
 	req.Session, req.Header = session, header
 	if req.ID != nil {
-		ex.peer = requestPeer{calls: c.peerCalls, done: c.done, ex: ex}
+		ex.peer = requestPeer{calls: c.t.calls, done: c.done, ex: ex}
 		req.Peer = &ex.peer
 	}
 	r := c.t.dispatcher.Dispatch(ctx, req)
@@ -435,11 +431,12 @@ func (c *coordinator) onCancel(params []byte) {
 	c.forget(ex)
 }
 
-// onPeerCall writes a running request's notification, or sends its
-// server-to-client request, unless the request has ended.
+// onPeerCall writes an application notification (Notify), or a running
+// request's notification, or sends its server-to-client request, unless the
+// request has ended.
 func (c *coordinator) onPeerCall(call *peerCall) error {
 	switch {
-	case !c.live(call.ex):
+	case call.ex != nil && !c.live(call.ex):
 		call.reply <- peerReply{err: ErrRequestEnded}
 		return nil
 	case call.frame != nil:
@@ -572,12 +569,6 @@ func (c *coordinator) endSubscriptions() error {
 		}
 	}
 	return nil
-}
-
-func (c *coordinator) onNotify(call *notifyCall) error {
-	err := c.writeAndWait(call.frame)
-	call.reply <- err
-	return err
 }
 
 // onExecutorClosed answers every pending request -32603 "Request worker

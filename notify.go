@@ -48,13 +48,6 @@ var ErrTransportDown = errors.New("mcpstdio: transport down")
 // is written.
 var ErrInvalidNotification = errors.New("mcpstdio: invalid notification")
 
-// notifyCall is one Notify handed to the coordinator, which writes frame and
-// sends the write's result on reply.
-type notifyCall struct {
-	frame []byte
-	reply chan error // buffered: the coordinator never waits on the caller
-}
-
 // Notify sends the server-to-client notification method with params (any
 // value that encodes to a JSON object, or nil) on the open connection. It is
 // safe for concurrent use; calls are written one at a time through the same
@@ -81,7 +74,7 @@ func (t *Transport) Notify(ctx context.Context, method string, params any) error
 	if !t.isServing() {
 		return ErrClosed
 	}
-	call := &notifyCall{frame: frame, reply: make(chan error, 1)}
+	call := &peerCall{frame: frame, reply: make(chan peerReply, 1)}
 	select {
 	case t.calls <- call:
 	case <-t.done:
@@ -90,8 +83,8 @@ func (t *Transport) Notify(ctx context.Context, method string, params any) error
 		return ctx.Err()
 	}
 	select {
-	case err := <-call.reply:
-		return err
+	case r := <-call.reply:
+		return r.err
 	case <-ctx.Done():
 		return ctx.Err()
 	}

@@ -27,11 +27,12 @@ type requestPeer struct {
 }
 
 // peerCall is a notification frame to write, or a server-to-client request
-// to send, on behalf of a running request.
+// to send, on behalf of a running request or (ex nil, a notification only)
+// of the application's Notify.
 type peerCall struct {
-	ex     *execution
-	frame  []byte // a notification; nil for a request
-	method string // a request's method and params
+	ex     *execution // nil for Notify
+	frame  []byte     // a notification; nil for a request
+	method string     // a request's method and params
 	params json.RawMessage
 	reply  chan peerReply // buffered: the coordinator never waits on the caller
 }

@@ -65,9 +65,9 @@ type Transport struct {
 	executor   *Executor
 	ownsExec   bool
 
-	started chan struct{} // closed when Serve starts
-	done    chan struct{} // closed when Serve returns
-	calls   chan *notifyCall
+	started chan struct{}  // closed when Serve starts
+	done    chan struct{}  // closed when Serve returns
+	calls   chan *peerCall // Notify's and running requests' calls on the coordinator
 
 	mu       sync.Mutex
 	serving  bool  // Serve was called
@@ -89,7 +89,7 @@ func NewTransport(d Dispatcher, opts Options) (*Transport, error) {
 		executor:   opts.Executor,
 		started:    make(chan struct{}),
 		done:       make(chan struct{}),
-		calls:      make(chan *notifyCall),
+		calls:      make(chan *peerCall),
 	}
 	if t.executor == nil {
 		e, err := NewExecutor(ExecutorOptions{MaxConcurrency: opts.MaxConcurrency, MaxQueue: opts.MaxQueue})

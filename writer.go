@@ -42,8 +42,8 @@ type frameWriter struct {
 	out       io.Writer
 	deadlines deadlineWriter // nil when the output does not support deadlines
 	timeout   time.Duration
-	frames    chan []byte // to the writing goroutine; closed by close
-	err       error       // the terminal error, once a write failed; then nothing more is written
+	frames    chan outFrame // to the writing goroutine; closed by close
+	err       error         // the terminal error, once a write failed; then nothing more is written
 
 	// events carries each frame's result and, as errTimerFired, each firing
 	// of timer. At most one frame is in flight and the timer is re-armed
@@ -61,10 +61,17 @@ type frameWriter struct {
 	timer *time.Timer
 	armed bool // set until the firing's event was taken
 
-	// Owned by the writing goroutine: the output's write deadline, set at
-	// most once per WriteTimeout, to twice WriteTimeout ahead, so a write
-	// the reader never drains returns at the latest 2*WriteTimeout after it
-	// began (the owner has given up on it after WriteTimeout).
+	// The output's write deadline, moved at most once per WriteTimeout, to
+	// twice WriteTimeout ahead, so a write the reader never drains returns
+	// at the latest 2*WriteTimeout after it began (the owner has given up on
+	// it after WriteTimeout).
+	deadline time.Time
+}
+
+// outFrame is a frame handed to the writing goroutine, with the write
+// deadline to set first (zero: keep the current one).
+type outFrame struct {
+	frame    []byte
 	deadline time.Time
 }
 
@@ -73,7 +80,7 @@ func newFrameWriter(out io.Writer, timeout time.Duration) *frameWriter {
 	w := &frameWriter{
 		out:     out,
 		timeout: timeout,
-		frames:  make(chan []byte),
+		frames:  make(chan outFrame),
 		events:  make(chan error, 2),
 	}
 	w.timer = time.AfterFunc(time.Hour, func() { w.events <- errTimerFired })
@@ -86,15 +93,12 @@ func newFrameWriter(out io.Writer, timeout time.Duration) *frameWriter {
 }
 
 func (w *frameWriter) loop() {
-	for frame := range w.frames {
-		if w.deadlines != nil {
-			if now := time.Now(); w.deadline.Sub(now) < w.timeout {
-				w.deadline = now.Add(2 * w.timeout)
-				w.deadlines.SetWriteDeadline(w.deadline)
-			}
+	for f := range w.frames {
+		if !f.deadline.IsZero() {
+			w.deadlines.SetWriteDeadline(f.deadline)
 		}
-		n, err := w.out.Write(frame)
-		if err == nil && n != len(frame) {
+		n, err := w.out.Write(f.frame)
+		if err == nil && n != len(f.frame) {
 			err = io.ErrShortWrite
 		}
 		w.events <- err
@@ -116,8 +120,14 @@ func (w *frameWriter) write(frame []byte) error {
 	if err := w.wait(); err != nil {
 		return err
 	}
-	w.frames <- frame // the goroutine is idle: the previous write has returned
-	w.busy, w.started = true, time.Now()
+	out := outFrame{frame: frame}
+	now := time.Now()
+	if w.deadlines != nil && w.deadline.Sub(now) < w.timeout {
+		w.deadline = now.Add(2 * w.timeout)
+		out.deadline = w.deadline
+	}
+	w.frames <- out // the goroutine is idle: the previous write has returned
+	w.busy, w.started = true, now
 	if !w.armed {
 		w.timer.Reset(w.timeout)
 		w.armed = true

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"sync"
 	"testing"
 	"time"
 )
@@ -74,5 +75,44 @@ func TestWriteTimerArmedOnce(t *testing.T) {
 	}
 	if w.pending() != nil {
 		t.Fatal("pending is not nil with nothing in flight and the timer disarmed")
+	}
+}
+
+// deadlineRecorder is an output with write deadlines that records them.
+type deadlineRecorder struct {
+	mu        sync.Mutex
+	deadlines []time.Time
+}
+
+func (d *deadlineRecorder) SetWriteDeadline(t time.Time) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.deadlines = append(d.deadlines, t)
+	return nil
+}
+
+func (d *deadlineRecorder) Write(p []byte) (int, error) { return len(p), nil }
+
+// The output's write deadline is moved once per WriteTimeout, not per frame,
+// and always lies at least WriteTimeout after the start of each write.
+func TestWriteDeadlineMovedOncePerTimeout(t *testing.T) {
+	const timeout = time.Hour
+	out := &deadlineRecorder{}
+	w := newFrameWriter(out, timeout)
+	before := time.Now()
+	for range 5 {
+		if err := w.writeAndWait([]byte("{}\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.close()
+	out.mu.Lock()
+	defer out.mu.Unlock()
+	// newFrameWriter clears the deadline, the first write moves it, close clears it.
+	if len(out.deadlines) != 3 || !out.deadlines[0].IsZero() || !out.deadlines[2].IsZero() {
+		t.Fatalf("deadlines set: %v; want cleared, one moved, cleared", out.deadlines)
+	}
+	if d := out.deadlines[1]; d.Before(before.Add(timeout)) || d.After(time.Now().Add(2*timeout)) {
+		t.Fatalf("deadline %v: want between WriteTimeout and 2*WriteTimeout after the first write", d)
 	}
 }
