@@ -578,3 +578,49 @@ func TestOptionsValidation(t *testing.T) {
 		t.Fatal("nil dispatcher accepted")
 	}
 }
+
+// floodReader is an input that never ends: every Read returns whole lines of
+// a notification the dispatcher ignores. It reports its first Read.
+type floodReader struct {
+	line    []byte
+	reading chan struct{}
+	once    sync.Once
+}
+
+func (r *floodReader) Read(p []byte) (int, error) {
+	r.once.Do(func() { close(r.reading) })
+	n := 0
+	for n+len(r.line) <= len(p) {
+		n += copy(p[n:], r.line)
+	}
+	return n, nil
+}
+
+// Under a flood of input that keeps the coordinator busy, an application
+// notification is still written and cancelling Serve still ends it: the
+// fast path that takes busy sources first gives every other source its turn.
+func TestBusyInputStarvesNoSource(t *testing.T) {
+	in := &floodReader{line: []byte(`{"jsonrpc":"2.0","method":"notifications/noise"}` + "\n"), reading: make(chan struct{})}
+	out := newFrameRecorder()
+	tr, err := NewTransport(newTestDispatcher(), Options{Input: in, Output: out, Logger: quietLogger(), NotificationMethods: []string{"notifications/app"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- tr.Serve(ctx) }()
+	waitFor(t, in.reading, "Serve to read")
+	notifyCtx, stop := context.WithTimeout(context.Background(), safetyTimeout)
+	defer stop()
+	if err := tr.Notify(notifyCtx, "notifications/app", nil); err != nil {
+		t.Fatalf("Notify under a flood of input: %v", err)
+	}
+	if got, want := waitFor(t, out.frames, "the notification"), `{"jsonrpc":"2.0","method":"notifications/app"}`+"\n"; got != want {
+		t.Fatalf("wrote %q, want %q", got, want)
+	}
+	cancel()
+	if err := waitFor(t, done, "Serve to return after cancellation"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Serve = %v, want context.Canceled", err)
+	}
+}
