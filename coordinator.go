@@ -37,12 +37,19 @@ type execution struct {
 	// outgoing are the ids of its server-to-client requests still waiting.
 	outgoing []string
 
-	// The worker's side, kept here so that one allocation serves a message.
-	// The coordinator never touches peer; it reads result only after the
-	// job's OutcomeCompleted arrived (the channel orders the worker's write
-	// before that read), never for a job it cancelled or that timed out.
-	peer   requestPeer
-	result workResult
+	// The worker's side, kept here so that one allocation serves a message:
+	// the envelope to admit, the Request admitted from it, room for the
+	// runtime's HandlerRequest, the Peer and the result. work sets env and
+	// req's Session, Header and handlerSpace before the job is submitted;
+	// after that the coordinator never touches env, req, handlerSpace or
+	// peer. It reads result only after the job's OutcomeCompleted arrived
+	// (the channel orders the worker's write before that read), never for a
+	// job it cancelled or that timed out.
+	env          envelope
+	req          Request
+	handlerSpace handlerRequestSpace
+	peer         requestPeer
+	result       workResult
 }
 
 // subscription is an open 2026 subscriptions/listen stream.
@@ -325,27 +332,29 @@ func (c *coordinator) inFlight(id string) bool {
 
 // work returns the job that validates the envelope and dispatches the
 // message. It runs on an executor worker and touches no coordinator state:
-// the session and header are snapshots, and of ex it writes only the
-// worker's side (peer, result). The job returns nil: its result is ex.result.
+// the session and header are snapshots, kept in ex with env, and of ex the
+// job writes only the worker's side. The job returns nil: its result is
+// ex.result.
 func (c *coordinator) work(env envelope, ex *execution, session Session, header map[string]string) func(context.Context) any {
-	id := ex.id
+	ex.env = env
+	ex.req.Session, ex.req.Header, ex.req.handlerSpace = session, header, &ex.handlerSpace
 	return func(ctx context.Context) any {
-		ex.result = c.serve(ctx, env, id, ex, session, header)
+		ex.result = c.serve(ctx, ex)
 		return nil
 	}
 }
 
 // serve is the body of the job work returns: it admits the message,
 // dispatches it and builds the frame to write.
-func (c *coordinator) serve(ctx context.Context, env envelope, id string, ex *execution, session Session, header map[string]string) workResult {
-	req, rpcErr := admit(env, id)
+func (c *coordinator) serve(ctx context.Context, ex *execution) workResult {
+	req := &ex.req
+	ok, rpcErr := admit(req, ex.env, ex.id)
 	if rpcErr != nil {
-		return workResult{frame: errorFrame(id, rpcErr)}
+		return workResult{frame: errorFrame(ex.id, rpcErr)}
 	}
-	if req == nil {
+	if !ok {
 		return workResult{}
 	}
-	req.Session, req.Header = session, header
 	if req.ID != nil {
 		ex.peer = requestPeer{calls: c.t.calls, done: c.done, ex: ex}
 		req.Peer = &ex.peer
@@ -355,11 +364,11 @@ func (c *coordinator) serve(ctx context.Context, env envelope, id string, ex *ex
 	case req.ID == nil:
 		return workResult{}
 	case r.Error != nil:
-		return workResult{frame: errorFrame(id, r.Error)}
+		return workResult{frame: errorFrame(ex.id, r.Error)}
 	case r.Listen != nil:
 		return workResult{reply: r}
 	}
-	return workResult{frame: resultFrame(id, r.Result), reply: r}
+	return workResult{frame: replyFrame(ex.id, &r), reply: r}
 }
 
 func (c *coordinator) onOutcome(o Outcome) error {

@@ -441,8 +441,8 @@ func TestDecodeParamsValidation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	admitted, rerr := admit(env, "1")
-	if rerr != nil {
+	admitted := new(Request)
+	if ok, rerr := admit(admitted, env, "1"); !ok {
 		t.Fatal(rerr)
 	}
 	if !admitted.paramsValidated() {

@@ -50,6 +50,10 @@ type Request struct {
 	// object) when it admitted the request; nil for a Request built by
 	// anyone else. See paramsValidated.
 	validParams json.RawMessage
+	// handlerSpace, when the transport provides it, holds the
+	// HandlerRequest the runtime builds for this request, so that it costs
+	// no allocation of its own. See newHandlerRequest.
+	handlerSpace *handlerRequestSpace
 }
 
 // paramsValidated reports whether Params are the very bytes the transport
@@ -98,7 +102,9 @@ type Session struct {
 }
 
 // Reply is the dispatcher's answer to a request: either Result (compact,
-// valid JSON, e.g. from marshalJSON) or Error.
+// valid JSON, e.g. from marshalJSON) or Error. Result's bytes are read-only
+// once returned: a dispatcher that wraps another may replace Result, never
+// modify it in place.
 type Reply struct {
 	Result json.RawMessage
 	Error  *RPCError
@@ -119,6 +125,13 @@ type Reply struct {
 	// response, then forwards the requested changes until the client cancels
 	// it or the connection ends.
 	Listen *ListenFilter
+
+	// frame, set by the runtime's result paths that produce final bytes
+	// (startResultFrame, framedResult), is the complete response frame of
+	// Result, which it holds: the transport writes it as is, without copying
+	// Result again, when Result still refers to exactly those bytes (see
+	// builtFrame); otherwise the frame is built from Result.
+	frame []byte
 }
 
 // ListenFilter is what a subscriptions/listen stream receives: the honoured

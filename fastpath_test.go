@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -40,9 +41,13 @@ func TestPlainToolResultMatchesEnvelopeReply(t *testing.T) {
 	for _, e := range []era{eraLegacy, eraStateless} {
 		c := &call{req: &Request{Method: "tools/call"}, dialectInfo: dialectInfo{era: e}}
 		for _, res := range results {
-			fast, ok := rt.appendPlainToolResult(nil, c, res)
+			size, ok := rt.plainToolResultSize(c, res)
 			if !ok {
 				t.Fatalf("era %v: %+v not taken by the direct encoder", e, res)
+			}
+			fast := rt.appendPlainToolResult(nil, c, res)
+			if len(fast) > size {
+				t.Errorf("era %v: %s is longer than the %d bytes reserved", e, fast, size)
 			}
 			content := res.Content
 			if content == nil {
@@ -63,7 +68,7 @@ func TestPlainToolResultMatchesEnvelopeReply(t *testing.T) {
 		{Content: []Content{TextContent("x")}, StructuredContent: map[string]int{}},
 		{Content: []Content{TextContent("x")}, Meta: json.RawMessage(`{}`)},
 	} {
-		if _, ok := rt.appendPlainToolResult(nil, c, res); ok {
+		if _, ok := rt.plainToolResultSize(c, res); ok {
 			t.Errorf("%+v taken by the direct encoder", res)
 		}
 	}
@@ -85,5 +90,75 @@ func TestEchoTextArgumentShapes(t *testing.T) {
 		if err != nil || len(res.Content) != 1 || res.Content[0].Text != tt.want {
 			t.Errorf("echo %s = %+v, %v; want %q", tt.args, res, err, tt.want)
 		}
+	}
+}
+
+// TestReplyFrame checks that the frame the runtime builds along with a plain
+// tool result is written as is, and only while it is exactly the frame
+// resultFrame would build.
+func TestReplyFrame(t *testing.T) {
+	rt := newCatalogRuntime(t)
+	for _, id := range []string{`"a\u00e9"`, `7`} {
+		env, err := decodeEnvelope([]byte(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"echo","arguments":{"text":"h\u00e9 \"x\" \n"},` + meta2026 + `}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		canonical, _ := canonicalID(env.id)
+		req := new(Request)
+		if ok, rerr := admit(req, env, canonical); !ok {
+			t.Fatal(rerr)
+		}
+		r := dispatch(rt, req)
+		want := resultFrame(canonical, r.Result)
+		got := replyFrame(canonical, &r)
+		if string(got) != string(want) {
+			t.Fatalf("id %s: frame %s, want %s", id, got, want)
+		}
+		if &got[0] != &r.frame[0] {
+			t.Errorf("id %s: the runtime's frame was not written as is", id)
+		}
+		if _ = append(r.Result, '!'); string(r.frame[len(r.frame)-2:]) != "}\n" {
+			t.Errorf("id %s: appending to Result wrote into the frame", id)
+		}
+
+		replaced := r
+		replaced.Result = slices.Clone(r.Result)
+		for _, tc := range []struct {
+			name, id string
+			r        Reply
+		}{
+			{"another id", `"other"`, r},
+			{"a notification's id", "", r},
+			{"Result replaced", canonical, replaced},
+			{"Result shortened", canonical, Reply{Result: r.Result[:len(r.Result)-1], frame: r.frame}},
+			{"no frame", canonical, Reply{Result: r.Result}},
+		} {
+			if _, ok := tc.r.builtFrame(tc.id); ok {
+				t.Errorf("id %s, %s: the runtime's frame would be written", id, tc.name)
+			}
+			if got, want := replyFrame(tc.id, &tc.r), resultFrame(tc.id, tc.r.Result); string(got) != string(want) {
+				t.Errorf("id %s, %s: frame %s, want %s", id, tc.name, got, want)
+			}
+		}
+	}
+}
+
+// TestHandlerRequestSpace checks that the room a Request offers for its
+// HandlerRequest serves its first Dispatch only.
+func TestHandlerRequestSpace(t *testing.T) {
+	var space handlerRequestSpace
+	req := &Request{handlerSpace: &space}
+	copied := *req
+	if got := req.newHandlerRequest(); got != &space.req {
+		t.Error("the first HandlerRequest is not built in the space")
+	}
+	if got := req.newHandlerRequest(); got == &space.req {
+		t.Error("the space served a second Dispatch")
+	}
+	if got := copied.newHandlerRequest(); got == &space.req {
+		t.Error("the space served a copy of the Request")
+	}
+	if got := new(Request).newHandlerRequest(); got == nil {
+		t.Error("no HandlerRequest without a space")
 	}
 }

@@ -28,11 +28,18 @@ func invalidRequest(reason string) *RPCError {
 	return &RPCError{Code: CodeInvalidRequest, Message: "Invalid Request: " + reason}
 }
 
+// Pieces of a response frame around its canonical id and its result.
+const (
+	frameEnvelopeStart = `{"jsonrpc":"2.0","id":`
+	frameResultKey     = `,"result":`
+	frameEnd           = "}\n"
+)
+
 // appendEnvelopeStart appends `{"jsonrpc":"2.0","id":ID` where ID is a canonical id from
-// canonicalID, or null when id is "".
-func appendEnvelopeStart(dst []byte, id string) []byte {
-	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
-	if id == "" {
+// canonicalID, or null when id is empty.
+func appendEnvelopeStart[ID string | []byte](dst []byte, id ID) []byte {
+	dst = append(dst, frameEnvelopeStart...)
+	if len(id) == 0 {
 		dst = append(dst, "null"...)
 	} else {
 		dst = append(dst, id...)
@@ -47,9 +54,62 @@ func resultFrame(id string, result json.RawMessage) []byte {
 	}
 	frame := make([]byte, 0, len(result)+len(id)+40)
 	frame = appendEnvelopeStart(frame, id)
-	frame = append(frame, `,"result":`...)
+	frame = append(frame, frameResultKey...)
 	frame = appendASCII(frame, result)
-	return append(frame, "}\n"...)
+	return append(frame, frameEnd...)
+}
+
+// startResultFrame returns a new buffer holding the start of the response
+// frame of req's result, with room for size bytes of result and the frame's
+// end. The runtime appends a result that is compact, pure-ASCII JSON text (as
+// appendASCII leaves it unchanged) and hands the buffer to framedResult, so
+// the transport writes the frame without copying the result again.
+func startResultFrame(req *Request, size int) []byte {
+	frame := make([]byte, 0, len(frameEnvelopeStart)+len(req.ID)+len(frameResultKey)+size+len(frameEnd))
+	frame = appendEnvelopeStart(frame, []byte(req.ID))
+	return append(frame, frameResultKey...)
+}
+
+// framedResult returns the Reply whose Result is frame[start:], appended to
+// the frame start frame[:start] from startResultFrame, and ends the frame.
+// Result's capacity is capped, so appending to it never writes into the frame.
+func framedResult(frame []byte, start int) Reply {
+	end := len(frame)
+	frame = append(frame, frameEnd...)
+	return Reply{Result: frame[start:end:end], frame: frame}
+}
+
+// replyFrame returns the response frame of r, a successful reply to the
+// request whose canonical id is id: the frame the runtime built along with
+// the result when it is exactly the one resultFrame would build (see
+// builtFrame), else resultFrame's.
+func replyFrame(id string, r *Reply) []byte {
+	if frame, ok := r.builtFrame(id); ok {
+		return frame
+	}
+	return resultFrame(id, r.Result)
+}
+
+// builtFrame returns r.frame when it is the start of the response frame for
+// id, then r.Result itself (the very bytes, not a copy, which framedResult
+// vouches for), then the frame's end. A copy of r whose Result was replaced,
+// or a reply built for another id, does not qualify.
+func (r *Reply) builtFrame(id string) ([]byte, bool) {
+	frame, result := r.frame, r.Result
+	start := len(frame) - len(result) - len(frameEnd)
+	if len(result) == 0 || start < 0 || &frame[start] != &result[0] || string(frame[start+len(result):]) != frameEnd {
+		return nil, false
+	}
+	if id == "" {
+		id = "null"
+	}
+	prefix := frame[:start]
+	idAt, keyAt := len(frameEnvelopeStart), len(frameEnvelopeStart)+len(id)
+	if len(prefix) != keyAt+len(frameResultKey) || string(prefix[:idAt]) != frameEnvelopeStart ||
+		string(prefix[idAt:keyAt]) != id || string(prefix[keyAt:]) != frameResultKey {
+		return nil, false
+	}
+	return frame, true
 }
 
 // errorFrame returns the response frame for an error. An error whose data
@@ -85,40 +145,45 @@ func notificationFrame(method string, params json.RawMessage) ([]byte, error) {
 }
 
 // admit validates the envelope of a decoded message (SPEC §4, "Envelope
-// errors") whose canonical id is id ("" when absent or not trackable). It
-// returns the request to dispatch or the error to answer; neither for a
-// malformed notification, which is dropped without an answer. env must come
-// from decodeEnvelope, which validated the whole line: the request's params
-// are marked validated, so Dispatch does not check them again.
-func admit(env envelope, id string) (*Request, *RPCError) {
+// errors") whose canonical id is id ("" when absent or not trackable). For a
+// message to dispatch it sets req's Method, ID and Params, leaving its other
+// fields alone, and returns true; otherwise it returns the error to answer,
+// or neither for a malformed notification, which is dropped without an
+// answer. env must come from decodeEnvelope, which validated the whole line:
+// the request's params are marked validated, so Dispatch does not check them
+// again.
+func admit(req *Request, env envelope, id string) (bool, *RPCError) {
 	if env.kind != kindObject {
-		return nil, errInvalidRequest
+		return false, errInvalidRequest
 	}
 	method, methodOK := decodeMethod(env.method)
 	if env.id == nil {
 		if !methodOK {
-			return nil, invalidRequest(`"method" must be a string`)
+			return false, invalidRequest(`"method" must be a string`)
 		}
 		if !isJSONRPC2(env.jsonrpc) || !isObjectOrAbsent(env.params) {
-			return nil, nil
+			return false, nil
 		}
-		return &Request{Method: method, Params: env.params, validParams: env.params}, nil
+		req.Method, req.ID, req.Params, req.validParams = method, nil, env.params, env.params
+		return true, nil
 	}
 	switch {
 	case !isJSONRPC2(env.jsonrpc):
-		return nil, invalidRequest(`"jsonrpc" must be "2.0"`)
+		return false, invalidRequest(`"jsonrpc" must be "2.0"`)
 	case !methodOK:
-		return nil, invalidRequest(`"method" must be a string`)
+		return false, invalidRequest(`"method" must be a string`)
 	case id == "":
-		return nil, invalidRequest(`"id" must be a string of at most 256 bytes or a 64-bit integer`)
+		return false, invalidRequest(`"id" must be a string of at most 256 bytes or a 64-bit integer`)
 	case !isObjectOrAbsent(env.params):
-		return nil, &RPCError{Code: CodeInvalidParams, Message: `Invalid params: "params" must be an object`}
+		return false, &RPCError{Code: CodeInvalidParams, Message: `Invalid params: "params" must be an object`}
 	}
 	canonical := json.RawMessage(env.id)
 	if string(canonical) != id {
 		canonical = []byte(id)
 	}
-	return &Request{Method: method, ID: canonical[:len(canonical):len(canonical)], Params: env.params, validParams: env.params}, nil
+	req.Method, req.ID = method, canonical[:len(canonical):len(canonical)]
+	req.Params, req.validParams = env.params, env.params
+	return true, nil
 }
 
 func isJSONRPC2(raw []byte) bool {

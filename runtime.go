@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -339,18 +340,34 @@ func (r *HandlerRequest) RequireClientCapability(name string) error {
 	}
 }
 
-// handlerRequest starts the HandlerRequest of c.
-func (c *call) handlerRequest() *HandlerRequest {
-	return &HandlerRequest{
-		Method:             c.req.Method,
-		ProtocolVersion:    c.version,
-		ClientInfo:         c.clientInfo,
-		ClientCapabilities: c.clientCapabilities,
-		Meta:               c.meta,
-		peer:               c.req.Peer,
-		progressToken:      c.progressToken,
-		logThreshold:       c.logThreshold,
+// handlerRequestSpace is room for one HandlerRequest, kept with a message's
+// other per-message state. It is used at most once: the first Dispatch of the
+// Request that refers to it claims it, and a HandlerRequest built there is
+// never reused, so a handler may keep it as it may keep one it was given
+// fresh.
+type handlerRequestSpace struct {
+	claimed atomic.Bool
+	req     HandlerRequest
+}
+
+// newHandlerRequest returns a zero HandlerRequest: the one in req's
+// handlerSpace the first time, a new one afterwards (a Request dispatched
+// twice, or a copy of it) and when there is none.
+func (req *Request) newHandlerRequest() *HandlerRequest {
+	if s := req.handlerSpace; s != nil && s.claimed.CompareAndSwap(false, true) {
+		return &s.req
 	}
+	return new(HandlerRequest)
+}
+
+// handlerRequest starts the HandlerRequest of c. It sets the fields one by
+// one on the zero HandlerRequest: assigning a whole one would copy all of it.
+func (c *call) handlerRequest() *HandlerRequest {
+	r := c.req.newHandlerRequest()
+	r.Method, r.ProtocolVersion = c.req.Method, c.version
+	r.ClientInfo, r.ClientCapabilities, r.Meta = c.clientInfo, c.clientCapabilities, c.meta
+	r.peer, r.progressToken, r.logThreshold = c.req.Peer, c.progressToken, c.logThreshold
+	return r
 }
 
 // panicError is the error a recovered handler panic becomes.

@@ -12,7 +12,9 @@ import (
 // pipeline, the handler and the encoding of its result. "admitted" is the
 // Request as the transport hands it over (its line decoded and admitted),
 // "direct" one a direct caller built, whose params Dispatch validates;
-// "admitted_clientInfo" adds the optional clientInfo to the _meta.
+// "admitted_clientInfo" adds the optional clientInfo to the _meta;
+// "admitted_space" also gives each call the room for its HandlerRequest that
+// the transport gives each message.
 func BenchmarkDispatchToolsCall(b *testing.B) {
 	rt, err := NewRuntime(RuntimeOptions{ServerInfo: Implementation{Name: "bench", Version: "1"}})
 	if err != nil {
@@ -27,8 +29,8 @@ func BenchmarkDispatchToolsCall(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		req, rerr := admit(env, `"1"`)
-		if rerr != nil {
+		req := new(Request)
+		if ok, rerr := admit(req, env, `"1"`); !ok {
 			b.Fatal(rerr)
 		}
 		return req
@@ -52,4 +54,17 @@ func BenchmarkDispatchToolsCall(b *testing.B) {
 			}
 		})
 	}
+	b.Run("admitted_space", func(b *testing.B) {
+		req := admitted(binMeta2026)
+		var space handlerRequestSpace
+		req.handlerSpace = &space
+		ctx := context.Background()
+		b.ReportAllocs()
+		for b.Loop() {
+			space = handlerRequestSpace{}
+			if r := rt.Dispatch(ctx, req); r.Error != nil {
+				b.Fatal(r.Error)
+			}
+		}
+	})
 }

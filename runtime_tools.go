@@ -207,10 +207,10 @@ func (rt *Runtime) callTool(ctx context.Context, c *call) Reply {
 		return Reply{Error: rerr}
 	}
 	res, err := runHandler(rt, c, name, func() (*ToolResult, error) { return entry.handler(ctx, req) })
-	if reply, ok := rt.inputRequired(c, &req.ask, err); ok {
-		return reply
-	}
 	if err != nil {
+		if reply, ok := rt.inputRequired(c, &req.ask, err); ok {
+			return reply
+		}
 		if _, isRPC := errors.AsType[*RPCError](err); isRPC {
 			return rt.handlerErrorReply(c, name, err)
 		}
@@ -226,8 +226,9 @@ func (rt *Runtime) toolResultReply(c *call, res *ToolResult) Reply {
 	if res == nil {
 		res = &ToolResult{}
 	}
-	if b, ok := rt.appendPlainToolResult(nil, c, res); ok {
-		return Reply{Result: b}
+	if size, ok := rt.plainToolResultSize(c, res); ok {
+		frame := startResultFrame(c.req, size)
+		return framedResult(rt.appendPlainToolResult(frame, c, res), len(frame))
 	}
 	content := res.Content
 	if content == nil {
@@ -284,26 +285,12 @@ func missingKeys[V any](present map[string]V, required []string) []string {
 	return missing
 }
 
-// appendPlainToolResult appends the encoding of res as toolResultReply's
-// encoding/json path would produce it (marshalJSON of callToolResult), for the
-// common shape it can write directly: content blocks that are all plain text
-// (no annotations, no _meta), no structuredContent and no handler _meta. It
-// reports false, having appended nothing, for any other result.
-func (rt *Runtime) appendPlainToolResult(dst []byte, c *call, res *ToolResult) ([]byte, bool) {
-	if res.StructuredContent != nil || res.Meta != nil {
-		return dst, false
-	}
-	size := 64
-	for _, block := range res.Content {
-		if block.Type != ContentText || block.Annotations != nil || block.Meta != nil {
-			return dst, false
-		}
-		size += len(block.Text) + 32
-	}
-	if c.era == eraStateless {
-		size += len(rt.serverInfoMeta) + 40
-	}
-	dst = slices.Grow(dst, size)
+// appendPlainToolResult appends the encoding of res, which
+// plainToolResultSize accepts, as toolResultReply's encoding/json path would
+// produce it (marshalJSON of callToolResult). It is compact, pure ASCII and,
+// unless the text needs more than a few escapes, plainToolResultSize bytes
+// at most.
+func (rt *Runtime) appendPlainToolResult(dst []byte, c *call, res *ToolResult) []byte {
 	dst = append(dst, `{"content":[`...)
 	for i, block := range res.Content {
 		if i > 0 {
@@ -321,5 +308,27 @@ func (rt *Runtime) appendPlainToolResult(dst []byte, c *call, res *ToolResult) (
 		dst = append(dst, `,"resultType":"complete","_meta":`...)
 		dst = append(dst, rt.serverInfoMeta...)
 	}
-	return append(dst, '}'), true
+	return append(dst, '}')
+}
+
+// plainToolResultSize reports whether res has the common shape
+// appendPlainToolResult writes directly: content blocks that are all plain
+// text (no annotations, no _meta), no structuredContent and no handler
+// _meta. If so it returns how many bytes the encoding takes at most when each
+// block's text needs no more than a few escapes.
+func (rt *Runtime) plainToolResultSize(c *call, res *ToolResult) (int, bool) {
+	if res.StructuredContent != nil || res.Meta != nil {
+		return 0, false
+	}
+	size := len(`{"content":[]}`) + len(`,"isError":true`)
+	for _, block := range res.Content {
+		if block.Type != ContentText || block.Annotations != nil || block.Meta != nil {
+			return 0, false
+		}
+		size += len(`,{"type":"text","text":""}`) + len(block.Text) + 16
+	}
+	if c.era == eraStateless {
+		size += len(`,"resultType":"complete","_meta":`) + len(rt.serverInfoMeta)
+	}
+	return size, true
 }
