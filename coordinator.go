@@ -38,18 +38,35 @@ type execution struct {
 	outgoing []string
 
 	// The worker's side, kept here so that one allocation serves a message:
-	// the envelope to admit, the Request admitted from it, room for the
-	// runtime's HandlerRequest, the Peer and the result. work sets env and
-	// req's Session, Header and handlerSpace before the job is submitted;
-	// after that the coordinator never touches env, req, handlerSpace or
-	// peer. It reads result only after the job's OutcomeCompleted arrived
-	// (the channel orders the worker's write before that read), never for a
-	// job it cancelled or that timed out.
-	env          envelope
-	req          Request
+	// the envelope to admit, the Request admitted from it, the Peer and the
+	// result. work sets env and req's Session and Header before the job is
+	// submitted; after that the coordinator never touches env, req or peer.
+	// It reads result only after the job's OutcomeCompleted arrived (the
+	// channel orders the worker's write before that read), never for a job
+	// it cancelled or that timed out.
+	env    envelope
+	req    Request
+	peer   requestPeer
+	result workResult
+}
+
+// runtimeExecution is an execution with room for the HandlerRequest the
+// Runtime builds (req.handlerSpace points to it), so that it costs no
+// allocation of its own. Only a *Runtime dispatcher uses the room, so other
+// dispatchers get a plain execution.
+type runtimeExecution struct {
+	execution
 	handlerSpace handlerRequestSpace
-	peer         requestPeer
-	result       workResult
+}
+
+// newExecution allocates the execution of one admitted message.
+func (c *coordinator) newExecution() *execution {
+	if _, ok := c.t.dispatcher.(*Runtime); ok {
+		rx := new(runtimeExecution)
+		rx.req.handlerSpace = &rx.handlerSpace
+		return &rx.execution
+	}
+	return new(execution)
 }
 
 // subscription is an open 2026 subscriptions/listen stream.
@@ -298,7 +315,8 @@ func (c *coordinator) onMessage(env envelope) error {
 	} else {
 		id = ""
 	}
-	ex := &execution{id: id, method: method, request: !isNotification}
+	ex := c.newExecution()
+	ex.id, ex.method, ex.request = id, method, !isNotification
 	ref, err := c.sub.Submit(id, c.t.opts.RequestTimeout, c.work(env, ex, c.session, c.header))
 	switch {
 	case errors.Is(err, ErrOverloaded):
@@ -337,7 +355,7 @@ func (c *coordinator) inFlight(id string) bool {
 // ex.result.
 func (c *coordinator) work(env envelope, ex *execution, session Session, header map[string]string) func(context.Context) any {
 	ex.env = env
-	ex.req.Session, ex.req.Header, ex.req.handlerSpace = session, header, &ex.handlerSpace
+	ex.req.Session, ex.req.Header = session, header
 	return func(ctx context.Context) any {
 		ex.result = c.serve(ctx, ex)
 		return nil
