@@ -36,9 +36,13 @@ type lineReader struct {
 	chunk      []byte // read buffer, allocated once; chunk[start:end] is not yet consumed
 	start, end int
 
-	// partial holds the beginning of the current line when that line spans reads. Its length never exceeds
-	// maxLine and its capacity grows by doubling up to maxLine; it is reused from line to line.
-	partial []byte
+	// partial holds the beginning of the current line when that line spans reads, partialLen bytes in all,
+	// never more than maxLine. It is kept in pieces of at most one chunk, filled in turn, so the line never
+	// needs to be copied while it grows and no outgrown buffer is left for the collector: a line refused as
+	// too long costs no more memory than its limit. Pieces are reused from line to line (spare).
+	partial    [][]byte
+	partialLen int
+	spare      [][]byte
 	// discarding is set after errLineTooLong was returned for a line whose newline has not arrived yet:
 	// bytes up to and including that newline are dropped.
 	discarding bool
@@ -107,8 +111,8 @@ func (lr *lineReader) scan() (line []byte, err error, ok bool) {
 			return lr.endLine(data[:newline])
 		}
 		lr.start = lr.end
-		if len(lr.partial)+len(data) > lr.maxLine {
-			lr.partial = lr.partial[:0]
+		if lr.partialLen+len(data) > lr.maxLine {
+			lr.dropPartial()
 			lr.discarding = true
 			return nil, errLineTooLong, true
 		}
@@ -119,36 +123,31 @@ func (lr *lineReader) scan() (line []byte, err error, ok bool) {
 
 // endLine completes the current line, whose last bytes before its newline are tail.
 func (lr *lineReader) endLine(tail []byte) (line []byte, err error, ok bool) {
-	if len(lr.partial)+len(tail)+1 > lr.maxLine {
-		lr.partial = lr.partial[:0]
+	if lr.partialLen+len(tail)+1 > lr.maxLine {
+		lr.dropPartial()
 		return nil, errLineTooLong, true
 	}
-	if len(lr.partial) == 0 {
+	if lr.partialLen == 0 {
 		return copyLine(tail), nil, true
 	}
-	lr.appendPartial(tail)
-	line = copyLine(lr.partial)
-	lr.partial = lr.partial[:0]
-	return line, nil, true
+	return lr.takePartial(tail), nil, true
 }
 
 // finish handles the error src returned, once all data that came before it is consumed.
 func (lr *lineReader) finish() ([]byte, error) {
 	if lr.srcErr != io.EOF {
-		lr.partial = lr.partial[:0]
+		lr.dropPartial()
 		lr.err = fmt.Errorf("read input: %w", lr.srcErr)
 		return nil, lr.err
 	}
 	lr.err = io.EOF
-	if lr.discarding || len(lr.partial) == 0 {
+	if lr.discarding || lr.partialLen == 0 {
 		// The over-long line was already reported; nothing of it is served.
 		lr.discarding = false
 		return nil, io.EOF
 	}
 	// scan never keeps more than maxLine bytes, so the unterminated final line fits.
-	line := copyLine(lr.partial)
-	lr.partial = lr.partial[:0]
-	return line, nil
+	return lr.takePartial(nil), nil
 }
 
 // fill replaces the consumed buffer with the next Read's data, recording an error in srcErr. It is called only
@@ -173,16 +172,52 @@ func (lr *lineReader) fill() {
 	lr.srcErr = io.ErrNoProgress
 }
 
-// appendPartial adds data to the line being assembled. The caller guarantees that the result stays within
-// maxLine bytes; capacity doubles as needed but never exceeds maxLine.
+// appendPartial adds data to the line being assembled, filling the last piece and then new ones. The caller
+// guarantees that the line stays within maxLine bytes.
 func (lr *lineReader) appendPartial(data []byte) {
-	need := len(lr.partial) + len(data)
-	if need > cap(lr.partial) {
-		grown := make([]byte, len(lr.partial), min(max(2*cap(lr.partial), need), lr.maxLine))
-		copy(grown, lr.partial)
-		lr.partial = grown
+	lr.partialLen += len(data)
+	for len(data) > 0 {
+		n := len(lr.partial)
+		if n == 0 || len(lr.partial[n-1]) == cap(lr.partial[n-1]) {
+			lr.partial = append(lr.partial, lr.newPiece())
+			n++
+		}
+		last := lr.partial[n-1]
+		k := min(cap(last)-len(last), len(data))
+		lr.partial[n-1] = append(last, data[:k]...)
+		data = data[k:]
 	}
-	lr.partial = append(lr.partial, data...)
+}
+
+// newPiece returns an empty piece for partial: a spare one, or a new one of one chunk's size (or maxLine's,
+// when that is smaller).
+func (lr *lineReader) newPiece() []byte {
+	if n := len(lr.spare); n > 0 {
+		piece := lr.spare[n-1]
+		lr.spare = lr.spare[:n-1]
+		return piece[:0]
+	}
+	return make([]byte, 0, min(len(lr.chunk), lr.maxLine))
+}
+
+// dropPartial forgets the line being assembled, keeping its pieces for the next one.
+func (lr *lineReader) dropPartial() {
+	lr.spare = append(lr.spare, lr.partial...)
+	clear(lr.partial)
+	lr.partial = lr.partial[:0]
+	lr.partialLen = 0
+}
+
+// takePartial returns the line being assembled followed by tail, as copyLine would return it, and drops it.
+func (lr *lineReader) takePartial(tail []byte) []byte {
+	line := make([]byte, 0, lr.partialLen+len(tail))
+	for _, piece := range lr.partial {
+		line = append(line, piece...)
+	}
+	line = append(line, tail...)
+	lr.dropPartial()
+	line = bytes.TrimPrefix(line, []byte(utf8BOM))
+	return bytes.TrimSuffix(line, []byte("\r"))
 }
 
 // copyLine returns a fresh copy of raw, of exactly the returned length, without one leading UTF-8 BOM and one
