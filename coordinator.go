@@ -207,11 +207,11 @@ func (c *coordinator) run() error {
 const maxPolled = 64
 
 // poll takes, without blocking, an event from the sources that are busy
-// under load: executor outcomes, input lines and the writer's events. If
-// none is ready it first yields the processor once: the worker or writer
-// just handed something usually produces the next event at once, which is
-// then taken here instead of after parking in the select, whose wake-up
-// costs far more than the yield. It reports whether it took an event.
+// under load: executor outcomes, input lines and the writer's events. Each
+// time none is ready it yields the processor (twice at most): the worker or
+// writer just handed something usually produces the next event meanwhile,
+// which is then taken here instead of after parking in the select, whose
+// wake-up costs far more than a yield. It reports whether it took an event.
 func (c *coordinator) poll() (bool, error) {
 	if c.polled >= maxPolled {
 		c.polled = 0

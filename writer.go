@@ -187,9 +187,10 @@ func (w *frameWriter) handle(event error) error {
 }
 
 // cause returns the cause to report for a failed write. The output's own
-// write deadline, set to the same WriteTimeout, may expire just before the
-// timer does; that is the same timeout, so it is reported as ErrWriteTimeout
-// (still wrapping the output's error), whichever of the two fired first.
+// write deadline lies at least WriteTimeout after the write began, so it may
+// expire just before the timer does; that is the same timeout, so it is
+// reported as ErrWriteTimeout (still wrapping the output's error), whichever
+// of the two fired first.
 func (w *frameWriter) cause(err error) error {
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		return fmt.Errorf("%w after %v: %w", ErrWriteTimeout, w.timeout, err)
