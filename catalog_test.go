@@ -32,7 +32,7 @@ func catalogVersions() []string {
 	return []string{ProtocolVersion20260728, ProtocolVersion20251125, ProtocolVersion20250618}
 }
 
-func newCatalogRuntime(t *testing.T) *Runtime {
+func newCatalogRuntime(t testing.TB) *Runtime {
 	t.Helper()
 	rt, err := NewRuntime(RuntimeOptions{ServerInfo: Implementation{Name: "reference", Version: "0.0.1"}})
 	if err != nil {

@@ -16,13 +16,7 @@ import (
 // "admitted_space" also gives each call the room for its HandlerRequest that
 // the transport gives each message.
 func BenchmarkDispatchToolsCall(b *testing.B) {
-	rt, err := NewRuntime(RuntimeOptions{ServerInfo: Implementation{Name: "bench", Version: "1"}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := registerReferenceCatalog(rt); err != nil {
-		b.Fatal(err)
-	}
+	rt := newCatalogRuntime(b)
 	args := `"name":"echo","arguments":{"text":"` + strings.Repeat("x", 100) + `"}`
 	admitted := func(meta string) *Request {
 		env, err := decodeEnvelope([]byte(`{"jsonrpc":"2.0","id":"1","method":"tools/call","params":{` + args + `,` + meta + `}}`))

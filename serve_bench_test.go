@@ -91,13 +91,7 @@ func putDigits(dst []byte, n int) {
 // BenchmarkServeRuntimeEcho is BenchmarkServeRoundTrip through the reference
 // runtime: a 2026 tools/call of the echo tool, dialect validation included.
 func BenchmarkServeRuntimeEcho(b *testing.B) {
-	rt, err := NewRuntime(RuntimeOptions{ServerInfo: Implementation{Name: "bench", Version: "1"}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := registerReferenceCatalog(rt); err != nil {
-		b.Fatal(err)
-	}
+	rt := newCatalogRuntime(b)
 	for _, window := range []int{1, 64} {
 		b.Run(fmt.Sprintf("window%d", window), func(b *testing.B) {
 			benchRoundTripLine(b, rt, window, `{"jsonrpc":"2.0","id":"0000000000","method":"tools/call","params":{"name":"echo","arguments":{"text":"`+strings.Repeat("x", 100)+`"},`+binMeta2026+`}}`)
