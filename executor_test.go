@@ -406,11 +406,7 @@ func TestCancelRunningJobDeliversAtOnceButHoldsItsSlot(t *testing.T) {
 
 func TestDeadlineStartsWhenTheJobStartsNotWhenQueued(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		e, err := NewExecutor(ExecutorOptions{MaxConcurrency: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer e.Close()
+		e := newTestExecutor(t, ExecutorOptions{MaxConcurrency: 1})
 		s := e.NewSubmitter()
 		t0 := time.Now()
 
@@ -444,11 +440,7 @@ func TestDeadlineStartsWhenTheJobStartsNotWhenQueued(t *testing.T) {
 
 func TestTimeoutOfJobIgnoringItsContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		e, err := NewExecutor(ExecutorOptions{MaxConcurrency: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer e.Close()
+		e := newTestExecutor(t, ExecutorOptions{MaxConcurrency: 1})
 		s := e.NewSubmitter()
 		t0 := time.Now()
 		stuck := newFakeWork("late")
@@ -480,11 +472,7 @@ func TestTimeoutOfJobIgnoringItsContext(t *testing.T) {
 
 func TestEachJobTimesOutAtItsOwnDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		e, err := NewExecutor(ExecutorOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer e.Close()
+		e := newTestExecutor(t, ExecutorOptions{})
 		s := e.NewSubmitter()
 		t0 := time.Now()
 		expectTimedOutAt := func(ref ExecutionRef, key string, at time.Duration) {
@@ -522,11 +510,7 @@ func TestEachJobTimesOutAtItsOwnDeadline(t *testing.T) {
 
 func TestWorkReturningAtItsDeadlineIsTimedOut(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		e, err := NewExecutor(ExecutorOptions{MaxConcurrency: 100})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer e.Close()
+		e := newTestExecutor(t, ExecutorOptions{MaxConcurrency: 100})
 		s := e.NewSubmitter()
 		// Each function returns as soon as its deadline cancels its context,
 		// racing the executor's own deadline timer; the outcome must not
@@ -561,11 +545,7 @@ func TestJobContextCancelsContextsDerivedFromIt(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				e, err := NewExecutor(ExecutorOptions{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer e.Close()
+				e := newTestExecutor(t, ExecutorOptions{})
 				s := e.NewSubmitter()
 				w := newFakeWork(nil)
 				mustSubmit(t, s, "k", tc.timeout, w.ignoringCtx)
@@ -613,11 +593,7 @@ func TestJobContextCancelsContextsDerivedFromIt(t *testing.T) {
 
 func TestNegativeTimeoutMeansNoDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		e, err := NewExecutor(ExecutorOptions{Timeout: time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer e.Close()
+		e := newTestExecutor(t, ExecutorOptions{Timeout: time.Millisecond})
 		s := e.NewSubmitter()
 		endless := newFakeWork("done")
 		endlessRef := mustSubmit(t, s, "endless", -1, endless.ignoringCtx)
