@@ -153,7 +153,7 @@ func TestAskingFixtures2026(t *testing.T) {
 			state := catalogInputRequired(t, round1, "{"+f.questions+"}")
 			members := f.params + `,"inputResponses":` + responsesJSON(f.answers) + `,"requestState":"` + state + `"`
 			round2 := rt.Dispatch(context.Background(), catalogRequest(ProtocolVersion20260728, f.method, members, suiteCaps))
-			checkCatalogResult(t, round2, catalogWant(ProtocolVersion20260728, f.final, false))
+			wantResult(t, round2, catalogWant(ProtocolVersion20260728, f.final, false))
 		})
 	}
 }
@@ -187,7 +187,7 @@ func TestAskingFixtureMultiRound2026(t *testing.T) {
 	if s1 == s2 {
 		t.Error("round 2 returned the requestState of round 1")
 	}
-	checkCatalogResult(t, call(`,"inputResponses":{"step2":{"action":"accept","content":{"color":"blue"}}},"requestState":"`+s2+`"`),
+	wantResult(t, call(`,"inputResponses":{"step2":{"action":"accept","content":{"color":"blue"}}},"requestState":"`+s2+`"`),
 		catalogWant(ProtocolVersion20260728, catalogToolDone("Multi-round complete for Alice who likes blue"), false))
 }
 
@@ -207,32 +207,32 @@ func TestAskingFixtureScenarios2026(t *testing.T) {
 	})
 	t.Run("ignore-extra-params", func(t *testing.T) {
 		reply := call(elicitation, `"inputResponses":{"user_name":`+suiteAlice+`,"unknown_extra_key":{"action":"accept","content":{"x":1}},"another_unexpected":{"foo":"bar"}}`, suiteCaps)
-		checkCatalogResult(t, reply, catalogWant(ProtocolVersion20260728, catalogToolDone("Hello, Alice!"), false))
+		wantResult(t, reply, catalogWant(ProtocolVersion20260728, catalogToolDone("Hello, Alice!"), false))
 	})
 	t.Run("validate-input", func(t *testing.T) {
-		checkCatalogError(t, call(elicitation, `"inputResponses":{"user_name":12345}`, suiteCaps),
+		wantError(t, call(elicitation, `"inputResponses":{"user_name":12345}`, suiteCaps),
 			CodeInvalidParams, `Invalid params: inputResponses["user_name"] must be a result object`, "")
-		checkCatalogError(t, call(elicitation, `"inputResponses":null`, suiteCaps),
+		wantError(t, call(elicitation, `"inputResponses":null`, suiteCaps),
 			CodeInvalidParams, "Invalid params: inputResponses must be an object of client results by input key", "")
 	})
 	t.Run("tampered-state", func(t *testing.T) {
 		const tool = "test_input_required_result_tampered_state"
 		state := catalogInputRequired(t, call(tool, "", suiteCaps), "{"+inputReq("confirm", MethodElicit, suiteConfirm)+"}")
-		checkCatalogError(t, call(tool, `"inputResponses":{"confirm":`+suiteConfirmed+`},"requestState":"`+state+`-TAMPERED"`, suiteCaps),
+		wantError(t, call(tool, `"inputResponses":{"confirm":`+suiteConfirmed+`},"requestState":"`+state+`-TAMPERED"`, suiteCaps),
 			CodeInvalidParams, "requestState integrity check failed", "")
 	})
 	t.Run("capability-check", func(t *testing.T) {
 		catalogInputRequired(t, call("test_input_required_result_capabilities", "", `{"sampling":{}}`),
 			"{"+inputReq("sample_input", MethodCreateMessage, suiteSampling("Sample request", "50"))+"}")
-		checkCatalogResult(t, call("test_input_required_result_capabilities", "", `{}`),
+		wantResult(t, call("test_input_required_result_capabilities", "", `{}`),
 			catalogWant(ProtocolVersion20260728, catalogToolDone("No supported capabilities declared"), false))
 	})
 	t.Run("streaming elicitation without the capability", func(t *testing.T) {
-		checkCatalogResult(t, call("test_streaming_elicitation", "", `{}`),
+		wantResult(t, call("test_streaming_elicitation", "", `{}`),
 			catalogWant(ProtocolVersion20260728, catalogToolDone("Streaming complete"), false))
 	})
 	t.Run("undeclared capability", func(t *testing.T) {
-		checkCatalogError(t, call(elicitation, "", `{"sampling":{}}`), CodeMissingCapability,
+		wantError(t, call(elicitation, "", `{"sampling":{}}`), CodeMissingCapability,
 			"Missing required client capability: elicitation", `{"requiredCapabilities":{"elicitation":{}}}`)
 	})
 	t.Run("unsupported-methods", func(t *testing.T) {
@@ -274,7 +274,7 @@ func TestAskingFixturesLegacy(t *testing.T) {
 				peer := suitePeer(answers)
 				req := catalogRequest(version, f.method, f.params, suiteCaps)
 				req.Peer = peer
-				checkCatalogResult(t, rt.Dispatch(context.Background(), req), catalogWant(version, f.final, false))
+				wantResult(t, rt.Dispatch(context.Background(), req), catalogWant(version, f.final, false))
 				calls := peer.recorded()
 				if len(calls) != len(wantCalls) {
 					t.Fatalf("requests sent: %q, want %q", calls, wantCalls)
@@ -326,13 +326,13 @@ func TestAskingFixtureFailuresLegacy(t *testing.T) {
 			req.Peer = tt.peer
 			reply := rt.Dispatch(context.Background(), req)
 			if tt.want == "" {
-				checkCatalogError(t, reply, CodeMissingCapability, "Missing required client capability: sampling", `{"requiredCapabilities":{"sampling":{}}}`)
+				wantError(t, reply, CodeMissingCapability, "Missing required client capability: sampling", `{"requiredCapabilities":{"sampling":{}}}`)
 				if calls := tt.peer.recorded(); len(calls) != 0 {
 					t.Errorf("requests sent without the capability: %q", calls)
 				}
 				return
 			}
-			checkCatalogResult(t, reply, catalogWant(ProtocolVersion20251125, tt.want, false))
+			wantResult(t, reply, catalogWant(ProtocolVersion20251125, tt.want, false))
 		})
 	}
 }

@@ -89,36 +89,6 @@ func catalogDispatch(rt *Runtime, version, method, members string) Reply {
 	return rt.Dispatch(context.Background(), catalogRequest(version, method, members, `{}`))
 }
 
-func checkCatalogResult(t *testing.T, reply Reply, want string) {
-	t.Helper()
-	if reply.Error != nil {
-		t.Fatalf("got error %d %q (data %v), want result %s", reply.Error.Code, reply.Error.Message, reply.Error.Data, want)
-	}
-	if string(reply.Result) != want {
-		t.Fatalf("result mismatch\n got: %s\nwant: %s", reply.Result, want)
-	}
-}
-
-// checkCatalogError checks the error's code, message and data encoded as
-// JSON ("" for none).
-func checkCatalogError(t *testing.T, reply Reply, code int, message, data string) {
-	t.Helper()
-	if reply.Error == nil {
-		t.Fatalf("got result %s, want error %d %q", reply.Result, code, message)
-	}
-	gotData := ""
-	if reply.Error.Data != nil {
-		b, err := json.Marshal(reply.Error.Data)
-		if err != nil {
-			t.Fatalf("encoding error data: %v", err)
-		}
-		gotData = string(b)
-	}
-	if reply.Error.Code != code || reply.Error.Message != message || gotData != data {
-		t.Fatalf("got error %d %q data %s, want %d %q data %s", reply.Error.Code, reply.Error.Message, gotData, code, message, data)
-	}
-}
-
 func catalogText(text string) string {
 	b, _ := marshalJSON(text)
 	return `{"type":"text","text":` + string(b) + `}`
@@ -170,7 +140,7 @@ func TestReferenceToolCalls(t *testing.T) {
 	for _, tt := range tests {
 		for _, version := range catalogVersions() {
 			t.Run(tt.name+"/"+version, func(t *testing.T) {
-				checkCatalogResult(t, catalogDispatch(rt, version, "tools/call", tt.params), catalogWant(version, tt.want, false))
+				wantResult(t, catalogDispatch(rt, version, "tools/call", tt.params), catalogWant(version, tt.want, false))
 			})
 		}
 	}
@@ -219,10 +189,10 @@ func TestReferenceMissingCapability(t *testing.T) {
 				req := catalogRequest(version, "tools/call", `"name":"test_missing_capability","arguments":{}`, tt.caps)
 				reply := rt.Dispatch(context.Background(), req)
 				if tt.ok {
-					checkCatalogResult(t, reply, catalogWant(version, `"content":[`+catalogText("Success")+`]`, false))
+					wantResult(t, reply, catalogWant(version, `"content":[`+catalogText("Success")+`]`, false))
 					return
 				}
-				checkCatalogError(t, reply, CodeMissingCapability, "Missing required client capability: sampling", `{"requiredCapabilities":{"sampling":{}}}`)
+				wantError(t, reply, CodeMissingCapability, "Missing required client capability: sampling", `{"requiredCapabilities":{"sampling":{}}}`)
 			})
 		}
 	}
@@ -374,7 +344,7 @@ func TestReferenceSleepEndsWithContext(t *testing.T) {
 				}
 				select {
 				case reply := <-replies:
-					checkCatalogResult(t, reply, catalogWant(version, catalogToolFailure(tt.wantText), false))
+					wantResult(t, reply, catalogWant(version, catalogToolFailure(tt.wantText), false))
 				case <-time.After(10 * time.Second):
 					t.Fatal("sleep did not return within 10s of its context ending")
 				}
@@ -401,18 +371,18 @@ func TestReferenceResources(t *testing.T) {
 	}
 	for _, version := range catalogVersions() {
 		t.Run(version, func(t *testing.T) {
-			checkCatalogResult(t, catalogDispatch(rt, version, "resources/list", ""), catalogWant(version, resources, true))
-			checkCatalogResult(t, catalogDispatch(rt, version, "resources/templates/list", ""), catalogWant(version, templates, true))
+			wantResult(t, catalogDispatch(rt, version, "resources/list", ""), catalogWant(version, resources, true))
+			wantResult(t, catalogDispatch(rt, version, "resources/templates/list", ""), catalogWant(version, templates, true))
 			for _, r := range reads {
 				reply := catalogDispatch(rt, version, "resources/read", fmt.Sprintf(`"uri":%q`, r.uri))
-				checkCatalogResult(t, reply, catalogWant(version, `"contents":[`+r.contents+`]`, true))
+				wantResult(t, reply, catalogWant(version, `"contents":[`+r.contents+`]`, true))
 			}
 			const missing = "test://nonexistent-resource-for-conformance-testing"
 			code := CodeResourceNotFound
 			if isStatelessVersion(version) {
 				code = CodeInvalidParams
 			}
-			checkCatalogError(t, catalogDispatch(rt, version, "resources/read", `"uri":"`+missing+`"`), code, "Resource not found", `{"uri":"`+missing+`"}`)
+			wantError(t, catalogDispatch(rt, version, "resources/read", `"uri":"`+missing+`"`), code, "Resource not found", `{"uri":"`+missing+`"}`)
 		})
 	}
 }
@@ -438,12 +408,12 @@ func TestReferencePrompts(t *testing.T) {
 	}
 	for _, version := range catalogVersions() {
 		t.Run(version, func(t *testing.T) {
-			checkCatalogResult(t, catalogDispatch(rt, version, "prompts/list", ""), catalogWant(version, list, true))
+			wantResult(t, catalogDispatch(rt, version, "prompts/list", ""), catalogWant(version, list, true))
 			for _, g := range gets {
 				reply := catalogDispatch(rt, version, "prompts/get", g.params)
-				checkCatalogResult(t, reply, catalogWant(version, `"messages":[`+g.messages+`]`, false))
+				wantResult(t, reply, catalogWant(version, `"messages":[`+g.messages+`]`, false))
 			}
-			checkCatalogError(t, catalogDispatch(rt, version, "prompts/get", `"name":"test_prompt_with_arguments","arguments":{"arg2":"x"}`),
+			wantError(t, catalogDispatch(rt, version, "prompts/get", `"name":"test_prompt_with_arguments","arguments":{"arg2":"x"}`),
 				CodeInvalidParams, "Missing required arguments for prompt test_prompt_with_arguments: arg1", `{"missing":["arg1"]}`)
 		})
 	}
@@ -464,7 +434,7 @@ func TestReferenceCompletion(t *testing.T) {
 		for _, version := range catalogVersions() {
 			t.Run(tt.name+"/"+version, func(t *testing.T) {
 				reply := catalogDispatch(rt, version, "completion/complete", tt.params)
-				checkCatalogResult(t, reply, catalogWant(version, `"completion":`+tt.completion, false))
+				wantResult(t, reply, catalogWant(version, `"completion":`+tt.completion, false))
 			})
 		}
 	}
