@@ -358,6 +358,14 @@ var requestStatePattern = regexp.MustCompile(`"requestState":"([A-Za-z0-9_-]+\.[
 // exactly inputRequests (JSON text) and returns its requestState.
 func wantInputRequired(t *testing.T, reply Reply, inputRequests string) string {
 	t.Helper()
+	return inputRequiredState(t, reply, inputRequests, serverMeta)
+}
+
+// inputRequiredState checks that reply is an input_required result asking
+// exactly inputRequests ("" for none) with the server's _meta member meta,
+// and returns its requestState.
+func inputRequiredState(t *testing.T, reply Reply, inputRequests, meta string) string {
+	t.Helper()
 	if reply.Error != nil {
 		t.Fatalf("got error %d %q, want input_required", reply.Error.Code, reply.Error.Message)
 	}
@@ -365,7 +373,7 @@ func wantInputRequired(t *testing.T, reply Reply, inputRequests string) string {
 	if m == nil {
 		t.Fatalf("no requestState in %s", reply.Result)
 	}
-	members := `"requestState":"STATE","resultType":"input_required",` + serverMeta
+	members := `"requestState":"STATE","resultType":"input_required",` + meta
 	if inputRequests != "" {
 		members = `"inputRequests":` + inputRequests + "," + members
 	}

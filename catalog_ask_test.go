@@ -162,18 +162,7 @@ func TestAskingFixtures2026(t *testing.T) {
 // server and returns its requestState.
 func catalogInputRequired(t *testing.T, reply Reply, inputRequests string) string {
 	t.Helper()
-	if reply.Error != nil {
-		t.Fatalf("got error %d %q, want input_required", reply.Error.Code, reply.Error.Message)
-	}
-	m := requestStatePattern.FindSubmatch(reply.Result)
-	if m == nil {
-		t.Fatalf("no requestState in %s", reply.Result)
-	}
-	want := `{"inputRequests":` + inputRequests + `,"requestState":"STATE","resultType":"input_required",` + catalogServerMeta + `}`
-	if got := requestStatePattern.ReplaceAllString(string(reply.Result), `"requestState":"STATE"`); got != want {
-		t.Fatalf("input_required mismatch\n got: %s\nwant: %s", got, want)
-	}
-	return string(m[1])
+	return inputRequiredState(t, reply, inputRequests, catalogServerMeta)
 }
 
 func TestAskingFixtureMultiRound2026(t *testing.T) {
