@@ -27,23 +27,32 @@ type inbound struct {
 // lines per wake-up instead of one.
 const linesBuffer = 16
 
-// execution is an admitted message the coordinator waits for.
+// execution is an admitted message the coordinator waits for. It is also
+// the job that serves the message: its run method is the work, and job is
+// the executor's record of it, so that one allocation serves a message.
 type execution struct {
-	ref    ExecutionRef
+	c      *coordinator
 	id     string // canonical id of a tracked request; "" otherwise
 	method string
 	// request is false for a notification, whose outcome writes nothing.
 	request bool
+	// live is true from its admission until it is answered, cancelled or
+	// timed out.
+	live bool
 	// outgoing are the ids of its server-to-client requests still waiting.
 	outgoing []string
 
-	// The worker's side, kept here so that one allocation serves a message:
-	// the envelope to admit, the Request admitted from it, the Peer and the
-	// result. work sets env and req's Session and Header before the job is
-	// submitted; after that the coordinator never touches env, req or peer.
-	// It reads result only after the job's OutcomeCompleted arrived (the
-	// channel orders the worker's write before that read), never for a job
-	// it cancelled or that timed out.
+	// The executor's record of the job, which holds its execution
+	// reference once admitted. The coordinator submits it unindexed (see
+	// Submitter.submit): it refuses duplicate ids itself.
+	job job
+
+	// The worker's side: the envelope to admit, the Request admitted from
+	// it, the Peer and the result. onMessage sets env and req's Session and
+	// Header before the job is submitted; after that the coordinator never
+	// touches env, req or peer. It reads result only after the job's
+	// OutcomeCompleted arrived (the channel orders the worker's write before
+	// that read), never for a job it cancelled or that timed out.
 	env    envelope
 	req    Request
 	peer   requestPeer
@@ -102,8 +111,11 @@ type coordinator struct {
 	session Session
 	header  map[string]string // synthesized request headers; replaced, never mutated
 
-	byID  map[string]*execution       // tracked in-flight requests by canonical id
-	byRef map[ExecutionRef]*execution // everything admitted and not yet answered
+	// Everything admitted and not yet answered: tracked requests by
+	// canonical id, other messages (notifications, untracked ids) by
+	// execution reference.
+	byID      map[string]*execution
+	untracked map[ExecutionRef]*execution
 
 	outgoing    map[string]*outgoingRequest // server-to-client requests by canonical id
 	outgoingSeq uint64
@@ -122,7 +134,7 @@ func newCoordinator(ctx context.Context, t *Transport) *coordinator {
 		done:        make(chan struct{}),
 		stopWatch:   func() {},
 		byID:        make(map[string]*execution),
-		byRef:       make(map[ExecutionRef]*execution),
+		untracked:   make(map[ExecutionRef]*execution),
 		outgoing:    make(map[string]*outgoingRequest),
 		subs:        make(map[string]*subscription),
 		resourceSub: make(map[string]bool),
@@ -169,7 +181,7 @@ func readLines(lr *lineReader, out chan<- inbound, stop <-chan struct{}) {
 // run is the connection's select loop. It returns Serve's result.
 func (c *coordinator) run() error {
 	for {
-		if c.lines == nil && len(c.byRef) == 0 {
+		if c.lines == nil && c.pending() == 0 {
 			return c.outputFailed(c.writer.wait())
 		}
 		if handled, err := c.poll(); handled {
@@ -316,8 +328,11 @@ func (c *coordinator) onMessage(env envelope) error {
 		id = ""
 	}
 	ex := c.newExecution()
-	ex.id, ex.method, ex.request = id, method, !isNotification
-	ref, err := c.sub.Submit(id, c.t.opts.RequestTimeout, c.work(env, ex, c.session, c.header))
+	ex.c, ex.id, ex.method, ex.request = c, id, method, !isNotification
+	ex.env = env
+	ex.req.Session, ex.req.Header = c.session, c.header
+	ex.job.key, ex.job.work = id, ex
+	ref, err := c.sub.submit(&ex.job, c.t.opts.RequestTimeout)
 	switch {
 	case errors.Is(err, ErrOverloaded):
 		if !ex.request {
@@ -332,13 +347,17 @@ func (c *coordinator) onMessage(env envelope) error {
 		}
 		return ErrExecutorClosed
 	}
-	ex.ref = ref
-	c.byRef[ref] = ex
+	ex.live = true
 	if id != "" {
 		c.byID[id] = ex
+	} else {
+		c.untracked[ref] = ex
 	}
 	return nil
 }
+
+// pending counts the executions admitted and not yet answered.
+func (c *coordinator) pending() int { return len(c.byID) + len(c.untracked) }
 
 // inFlight reports whether id names a running request or an open
 // subscription.
@@ -348,21 +367,16 @@ func (c *coordinator) inFlight(id string) bool {
 	return running || listening
 }
 
-// work returns the job that validates the envelope and dispatches the
+// run is the job's work: it validates the envelope and dispatches the
 // message. It runs on an executor worker and touches no coordinator state:
-// the session and header are snapshots, kept in ex with env, and of ex the
-// job writes only the worker's side. The job returns nil: its result is
-// ex.result.
-func (c *coordinator) work(env envelope, ex *execution, session Session, header map[string]string) func(context.Context) any {
-	ex.env = env
-	ex.req.Session, ex.req.Header = session, header
-	return func(ctx context.Context) any {
-		ex.result = c.serve(ctx, ex)
-		return nil
-	}
+// the session and header are snapshots, kept in ex with env, and of ex it
+// writes only the worker's side. It returns nil: its result is ex.result.
+func (ex *execution) run(ctx context.Context) any {
+	ex.result = ex.c.serve(ctx, ex)
+	return nil
 }
 
-// serve is the body of the job work returns: it admits the message,
+// serve is the body of run: it admits the message,
 // dispatches it and builds the frame to write.
 func (c *coordinator) serve(ctx context.Context, ex *execution) workResult {
 	req := &ex.req
@@ -390,8 +404,15 @@ func (c *coordinator) serve(ctx context.Context, ex *execution) workResult {
 }
 
 func (c *coordinator) onOutcome(o Outcome) error {
-	ex, ok := c.byRef[o.Ref]
-	if !ok {
+	var ex *execution
+	if o.Key != "" {
+		ex = c.byID[o.Key]
+	} else {
+		ex = c.untracked[o.Ref]
+	}
+	// Matched by reference, never by id: a cancelled id may name a newer
+	// request already.
+	if ex == nil || ex.job.ref != o.Ref {
 		return nil // cancelled: its key was freed and its answer is never written
 	}
 	c.forget(ex)
@@ -443,9 +464,11 @@ func (c *coordinator) applyReply(r Reply) {
 // forget drops a finished, cancelled or timed-out execution: its id is free
 // and its server-to-client requests still waiting fail at once.
 func (c *coordinator) forget(ex *execution) {
-	delete(c.byRef, ex.ref)
+	ex.live = false
 	if ex.id != "" {
 		delete(c.byID, ex.id)
+	} else {
+		delete(c.untracked, ex.job.ref)
 	}
 	for _, id := range ex.outgoing {
 		if out, ok := c.outgoing[id]; ok {
@@ -454,9 +477,6 @@ func (c *coordinator) forget(ex *execution) {
 		}
 	}
 }
-
-// live reports whether ex is still admitted and unanswered.
-func (c *coordinator) live(ex *execution) bool { return c.byRef[ex.ref] == ex }
 
 // onEOF stops reading: open subscriptions close without a final message, and
 // server-to-client requests fail, since no response can arrive any more.
@@ -495,7 +515,7 @@ func (c *coordinator) onCancel(params []byte) {
 	if !ok || ex.method == "initialize" {
 		return
 	}
-	c.sub.Cancel(id)
+	c.sub.cancelJob(&ex.job)
 	c.forget(ex)
 }
 
@@ -504,7 +524,7 @@ func (c *coordinator) onCancel(params []byte) {
 // request has ended.
 func (c *coordinator) onPeerCall(call *peerCall) error {
 	switch {
-	case call.ex != nil && !c.live(call.ex):
+	case call.ex != nil && !call.ex.live:
 		call.reply <- peerReply{err: ErrRequestEnded}
 		return nil
 	case call.frame != nil:
@@ -642,8 +662,9 @@ func (c *coordinator) endSubscriptions() error {
 // onExecutorClosed answers every pending request -32603 "Request worker
 // failed" and ends the connection.
 func (c *coordinator) onExecutorClosed() error {
-	c.log.Error("mcpstdio: executor closed with requests pending", "pending", len(c.byRef))
-	for _, ex := range c.byRef {
+	pending := slices.AppendSeq(slices.Collect(maps.Values(c.byID)), maps.Values(c.untracked))
+	c.log.Error("mcpstdio: executor closed with requests pending", "pending", len(pending))
+	for _, ex := range pending {
 		if !ex.request {
 			continue
 		}

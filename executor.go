@@ -284,11 +284,22 @@ func (s *Submitter) Submit(key string, timeout time.Duration, work func(ctx cont
 	if work == nil {
 		return 0, errNilWork
 	}
+	return s.submit(&job{key: key, work: workFunc(work), indexed: key != ""}, timeout)
+}
+
+// submit admits j as Submit does. j is a new, zero job record but for key,
+// work and indexed, which the caller sets; it may be part of a larger record
+// of the caller's, so a job costs no allocation of its own. An unindexed job
+// (indexed false) is not registered under its key, which then only tags its
+// Outcome: it is never refused as a duplicate, and it is cancelled with
+// cancelJob, not Cancel. That spares a map insert and delete per job to an
+// owner that refuses duplicate keys itself.
+func (s *Submitter) submit(j *job, timeout time.Duration) (ExecutionRef, error) {
 	e := s.e
 	if timeout == 0 {
 		timeout = e.timeout
 	}
-	j := &job{key: key, sub: s, work: work, timeout: timeout, deadlineIndex: -1}
+	j.sub, j.timeout, j.deadlineIndex = s, timeout, -1
 	e.mu.Lock()
 	startNow, err := e.admitLocked(j)
 	var inbox chan *job
@@ -338,14 +349,28 @@ func (s *Submitter) Cancel(key string) bool {
 	}
 	e := s.e
 	e.mu.Lock()
-	j := s.keys[key]
-	if j == nil {
-		e.mu.Unlock()
+	defer e.mu.Unlock()
+	return s.cancelLocked(s.keys[key])
+}
+
+// cancelJob cancels j, a job submitted through s, as Cancel does, and reports
+// whether its outcome was still undecided. It is how an unindexed job (see
+// submit) is cancelled.
+func (s *Submitter) cancelJob(j *job) bool {
+	e := s.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return s.cancelLocked(j)
+}
+
+// cancelLocked stops j, unless it is nil or its outcome is decided, and
+// delivers its OutcomeCancelled.
+func (s *Submitter) cancelLocked(j *job) bool {
+	if j == nil || j.sub != s || (j.state != jobQueued && j.state != jobRunning) {
 		return false
 	}
-	e.stopLocked(j)
+	s.e.stopLocked(j)
 	s.deliverLocked(Outcome{Ref: j.ref, Key: j.key, Kind: OutcomeCancelled})
-	e.mu.Unlock()
 	return true
 }
 
@@ -381,16 +406,33 @@ type job struct {
 	ref     ExecutionRef
 	key     string
 	sub     *Submitter
-	work    func(context.Context) any
+	work    jobWork
 	timeout time.Duration // negative means no deadline
 
 	ctx jobContext // what work receives; its deadline is set under e.mu when the job starts
 
-	deadlineIndex int // position in e.deadlines, -1 when not there; guarded by e.mu
+	// deadlineIndex is j's position in e.deadlines, -1 when not there;
+	// guarded by e.mu. An int32 (the heap holds running jobs, nowhere near
+	// 2^31), so that it shares a word with indexed and state and the record
+	// fits a 160-byte allocation.
+	deadlineIndex int32
+	indexed       bool     // in sub.keys under key while its outcome is undecided; read-only once published
+	state         jobState // guarded by e.mu
 
-	state jobState      // guarded by e.mu
 	links [2]jobLinkage // queue and active-set links; guarded by e.mu
 }
+
+// jobWork is what a job runs. Submit's function is a workFunc; an owner that
+// submits its own job records (see submit) may implement it on them, so its
+// work needs no closure.
+type jobWork interface {
+	run(ctx context.Context) any
+}
+
+// workFunc is a work function as Submit takes it.
+type workFunc func(ctx context.Context) any
+
+func (f workFunc) run(ctx context.Context) any { return f(ctx) }
 
 // admitLocked applies the admission rules to j and, when admitted, registers
 // it and either starts it (startNow; the caller must spawn its worker) or
@@ -402,7 +444,7 @@ func (e *Executor) admitLocked(j *job) (startNow bool, err error) {
 		return false, ErrExecutorClosed
 	case s.closed:
 		return false, ErrSubmitterClosed
-	case j.key != "" && s.keys[j.key] != nil:
+	case j.indexed && s.keys[j.key] != nil:
 		return false, ErrDuplicateKey
 	}
 	startNow = e.running < e.maxConcurrency
@@ -411,7 +453,7 @@ func (e *Executor) admitLocked(j *job) (startNow bool, err error) {
 	}
 	e.lastRef++
 	j.ref = e.lastRef
-	if j.key != "" {
+	if j.indexed {
 		s.keys[j.key] = j
 	}
 	s.active.pushBack(j)
@@ -499,10 +541,10 @@ func (e *Executor) abandonLocked(j *job) {
 // from the deadline heap: its outcome is decided.
 func (e *Executor) forgetLocked(j *job) {
 	if j.deadlineIndex >= 0 {
-		heap.Remove(&e.deadlines, j.deadlineIndex)
+		heap.Remove(&e.deadlines, int(j.deadlineIndex))
 	}
 	s := j.sub
-	if j.key != "" {
+	if j.indexed {
 		delete(s.keys, j.key)
 	}
 	s.active.remove(j)
@@ -576,7 +618,7 @@ func (e *Executor) runJob(j *job, inbox chan *job) (next *job, parked bool) {
 			go e.work(next)
 		}
 	}()
-	value := j.work(&j.ctx)
+	value := j.work.run(&j.ctx)
 	returned = true
 	return e.finish(j, OutcomeCompleted, value, nil, inbox)
 }

@@ -111,12 +111,12 @@ func (h deadlineHeap) Less(a, b int) bool { return h[a].ctx.deadline.Before(h[b]
 
 func (h deadlineHeap) Swap(a, b int) {
 	h[a], h[b] = h[b], h[a]
-	h[a].deadlineIndex, h[b].deadlineIndex = a, b
+	h[a].deadlineIndex, h[b].deadlineIndex = int32(a), int32(b)
 }
 
 func (h *deadlineHeap) Push(x any) {
 	j := x.(*job)
-	j.deadlineIndex = len(*h)
+	j.deadlineIndex = int32(len(*h))
 	*h = append(*h, j)
 }
 

@@ -343,6 +343,61 @@ func TestKeyIsFreeRightAfterCancelAndAfterItsOutcome(t *testing.T) {
 	close(first.release)
 }
 
+// An unindexed job (the coordinator's own records) carries its key on its
+// outcome only: it is no duplicate, Cancel does not find it, cancelJob does.
+func TestUnindexedJobIsCancelledByRecordNotByKey(t *testing.T) {
+	e := newTestExecutor(t, ExecutorOptions{MaxConcurrency: 1})
+	s := e.NewSubmitter()
+	running, queued := newFakeWork(nil), newFakeWork(nil)
+	runningJob := &job{key: "k", work: workFunc(running.ignoringCtx)}
+	queuedJob := &job{key: "k", work: workFunc(queued.ignoringCtx)}
+	runningRef, err := s.submit(runningJob, 0)
+	if err != nil {
+		t.Fatalf("submit(running): %v", err)
+	}
+	waitClosed(t, running.started, "running start")
+	queuedRef, err := s.submit(queuedJob, 0)
+	if err != nil {
+		t.Fatalf("submit(queued) under the same key: %v", err)
+	}
+	// An indexed job under that key is no duplicate of them either.
+	indexedRef := mustSubmit(t, s, "k", 0, returning(nil))
+	expectStats(t, e, 1, 2)
+
+	if !s.Cancel("k") {
+		t.Fatal("Cancel(k) did not find the indexed job")
+	}
+	expectOutcome(t, s, indexedRef, "k", OutcomeCancelled)
+	if s.Cancel("k") {
+		t.Error("Cancel(k) found an unindexed job")
+	}
+	if !s.cancelJob(queuedJob) {
+		t.Fatal("cancelJob(queued) found nothing")
+	}
+	expectOutcome(t, s, queuedRef, "k", OutcomeCancelled)
+	if !s.cancelJob(runningJob) {
+		t.Fatal("cancelJob(running) found nothing")
+	}
+	expectOutcome(t, s, runningRef, "k", OutcomeCancelled)
+	if s.cancelJob(runningJob) || s.cancelJob(queuedJob) {
+		t.Error("cancelJob found a job whose outcome was delivered")
+	}
+	expectStats(t, e, 1, 0) // the cancelled function still holds its slot
+	close(running.release)
+
+	doneRef, err := s.submit(&job{key: "k", work: workFunc(returning("done"))}, 0)
+	if err != nil {
+		t.Fatalf("submit after the cancellations: %v", err)
+	}
+	if o := expectOutcome(t, s, doneRef, "k", OutcomeCompleted); o.Value != "done" {
+		t.Errorf("Value = %v, want done", o.Value)
+	}
+	expectNoOutcome(t, s)
+	if isClosed(queued.started) {
+		t.Error("the cancelled queued job ran")
+	}
+}
+
 func TestCancelQueuedJobDeliversAtOnceAndNeverRunsIt(t *testing.T) {
 	e := newTestExecutor(t, ExecutorOptions{MaxConcurrency: 1})
 	s := e.NewSubmitter()
