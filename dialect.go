@@ -185,33 +185,36 @@ type paramsObject struct {
 }
 
 // decodeParams checks the params of req, an object or absent, and picks out
-// their members. Params the transport admitted were validated with their line
-// (see admit) and are only scanned; a direct caller's are validated first (one
+// their members into p, a zero paramsObject that stays so when params are
+// absent. Params the transport admitted were validated with their line (see
+// admit) and are only scanned; a direct caller's are validated first (one
 // linear pass, no allocation).
-func decodeParams(req *Request) (paramsObject, *RPCError) {
+func decodeParams(req *Request, p *paramsObject) *RPCError {
 	raw := req.Params
 	if len(raw) == 0 {
-		return paramsObject{}, nil
+		return nil
 	}
 	if !req.paramsValidated() {
 		if env, err := decodeEnvelope(raw); err != nil || env.kind != kindObject {
-			return paramsObject{}, invalidParams("Invalid params: params must be an object")
+			return invalidParams("Invalid params: params must be an object")
 		}
 	}
-	return scanParams(raw), nil
+	p.scan(raw)
+	return nil
 }
 
-// scanParams picks the members the pipeline reads out of raw, a valid JSON
-// object, in one scan. A member named twice (impossible in validated input)
-// is taken from its first occurrence, as lookupMember would.
-func scanParams(raw json.RawMessage) paramsObject {
-	p := paramsObject{jsonObject: jsonObject(raw)}
+// scan picks the members the pipeline reads out of raw, a valid JSON object,
+// into p, a zero paramsObject, in one scan. A member named twice (impossible
+// in validated input) is taken from its first occurrence, as lookupMember
+// would.
+func (p *paramsObject) scan(raw json.RawMessage) {
+	p.jsonObject = jsonObject(raw)
 	var buf [64]byte
 	members := newMemberScanner(raw)
 	for {
 		key, escaped, value, ok := members.next()
 		if !ok {
-			return p
+			return
 		}
 		if slot := p.slot(unescapedKey(&buf, key, escaped)); slot != nil && *slot == nil {
 			*slot = value
@@ -251,16 +254,15 @@ type metaObject struct {
 	progressToken      json.RawMessage
 }
 
-// scanMeta picks the reserved members out of raw, a valid JSON object, as
-// scanParams does.
-func scanMeta(raw json.RawMessage) metaObject {
-	var m metaObject
+// scan picks the reserved members out of raw, a valid JSON object, into m,
+// a zero metaObject, as paramsObject.scan does.
+func (m *metaObject) scan(raw json.RawMessage) {
 	var buf [64]byte
 	members := newMemberScanner(raw)
 	for {
 		key, escaped, value, ok := members.next()
 		if !ok {
-			return m
+			return
 		}
 		if slot := m.slot(unescapedKey(&buf, key, escaped)); slot != nil && *slot == nil {
 			*slot = value
@@ -290,76 +292,75 @@ func (m *metaObject) slot(key []byte) *json.RawMessage {
 // negotiated-version header, else the request is unnegotiated. Errors are the
 // exact JSON-RPC errors of SPEC §7.2 (-32602 for malformed _meta, -32022 for
 // a version that is unknown or not enabled).
-func (vs versionSet) resolve(req *Request, params *paramsObject) (dialectInfo, *RPCError) {
-	var info dialectInfo
-	meta, rerr := decodeMeta(params)
-	if rerr != nil {
-		return info, rerr
+func (vs versionSet) resolve(req *Request, params *paramsObject, info *dialectInfo) *RPCError {
+	var meta metaObject
+	if rerr := decodeMeta(params, &meta); rerr != nil {
+		return rerr
 	}
 	info.meta = params.meta
 	if meta.protocolVersion != nil {
 		return vs.resolveStateless(info, &meta)
 	}
-	if rerr := readProgressToken(&info, &meta); rerr != nil {
-		return info, rerr
+	if rerr := readProgressToken(info, &meta); rerr != nil {
+		return rerr
 	}
 	header := req.HeaderValue(headerProtocolVersion)
 	switch {
 	case header == "":
 		info.era = eraUnnegotiated
 	case isStatelessVersion(header) && vs.enabled(header):
-		return info, missingMetaError(params.meta != nil)
+		return missingMetaError(params.meta != nil)
 	case !vs.enabled(header):
-		return info, vs.unsupportedVersion(header)
+		return vs.unsupportedVersion(header)
 	default:
 		info.era = eraLegacy
 		info.version = header
 		info.clientInfo = req.Session.ClientInfo
 		info.clientCapabilities = req.Session.ClientCapabilities
 	}
-	return info, nil
+	return nil
 }
 
 // resolveStateless validates the 2026 _meta fields in a fixed order: version
 // (type, then support), clientCapabilities, clientInfo, progressToken,
 // logLevel.
-func (vs versionSet) resolveStateless(info dialectInfo, meta *metaObject) (dialectInfo, *RPCError) {
+func (vs versionSet) resolveStateless(info *dialectInfo, meta *metaObject) *RPCError {
 	version, ok := decodeVersion(meta.protocolVersion)
 	if !ok {
-		return info, invalidParams(fmt.Sprintf("Invalid _meta: %q must be a string", metaKeyProtocolVersion))
+		return invalidParams(fmt.Sprintf("Invalid _meta: %q must be a string", metaKeyProtocolVersion))
 	}
 	if !isStatelessVersion(version) || !vs.enabled(version) {
-		return info, vs.unsupportedVersion(version)
+		return vs.unsupportedVersion(version)
 	}
 	info.era = eraStateless
 	info.version = version
 
 	caps := meta.clientCapabilities
 	if caps == nil {
-		return info, invalidParams(fmt.Sprintf("Missing _meta[%q]: a %s request must declare its client capabilities", metaKeyClientCapabilities, version))
+		return invalidParams(fmt.Sprintf("Missing _meta[%q]: a %s request must declare its client capabilities", metaKeyClientCapabilities, version))
 	}
 	if !isJSONObject(caps) {
-		return info, invalidParams(fmt.Sprintf("Invalid _meta: %q must be an object", metaKeyClientCapabilities))
+		return invalidParams(fmt.Sprintf("Invalid _meta: %q must be an object", metaKeyClientCapabilities))
 	}
 	info.clientCapabilities = caps
 
 	if ci := meta.clientInfo; ci != nil {
 		if !isImplementation(ci) {
-			return info, invalidParams(fmt.Sprintf("Invalid _meta: %q must be an object with string name and version", metaKeyClientInfo))
+			return invalidParams(fmt.Sprintf("Invalid _meta: %q must be an object with string name and version", metaKeyClientInfo))
 		}
 		info.clientInfo = ci
 	}
-	if rerr := readProgressToken(&info, meta); rerr != nil {
-		return info, rerr
+	if rerr := readProgressToken(info, meta); rerr != nil {
+		return rerr
 	}
 	if raw := meta.logLevel; raw != nil {
 		level, ok := decodeLogLevel(raw)
 		if !ok {
-			return info, invalidParams(fmt.Sprintf("Invalid _meta: %q must be one of debug, info, notice, warning, error, critical, alert, emergency", metaKeyLogLevel))
+			return invalidParams(fmt.Sprintf("Invalid _meta: %q must be one of debug, info, notice, warning, error, critical, alert, emergency", metaKeyLogLevel))
 		}
 		info.logLevel = level
 	}
-	return info, nil
+	return nil
 }
 
 // decodeVersion is decodeString for a protocol version: a known version sent
@@ -388,15 +389,17 @@ func decodeLogLevel(raw []byte) (string, bool) {
 	return level, ok && isLogLevel(level)
 }
 
-// decodeMeta scans params._meta; the zero metaObject when absent.
-func decodeMeta(params *paramsObject) (metaObject, *RPCError) {
+// decodeMeta scans params._meta into meta, a zero metaObject that stays so
+// when _meta is absent.
+func decodeMeta(params *paramsObject, meta *metaObject) *RPCError {
 	if params.meta == nil {
-		return metaObject{}, nil
+		return nil
 	}
 	if !isJSONObject(params.meta) {
-		return metaObject{}, invalidParams("Invalid _meta: must be an object")
+		return invalidParams("Invalid _meta: must be an object")
 	}
-	return scanMeta(params.meta), nil
+	meta.scan(params.meta)
+	return nil
 }
 
 // readProgressToken validates _meta.progressToken, in every era: a string of

@@ -97,12 +97,12 @@ func TestResolveFields(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			params, rerr := decodeParams(tt.req)
-			if rerr != nil {
+			var params paramsObject
+			if rerr := decodeParams(tt.req, &params); rerr != nil {
 				t.Fatal(rerr)
 			}
-			info, rerr := vs.resolve(tt.req, &params)
-			if rerr != nil {
+			var info dialectInfo
+			if rerr := vs.resolve(tt.req, &params, &info); rerr != nil {
 				t.Fatalf("resolve: %d %s", rerr.Code, rerr.Message)
 			}
 			if info.era != tt.era || info.version != tt.version {
@@ -454,7 +454,8 @@ func TestDecodeParamsValidation(t *testing.T) {
 		if req.paramsValidated() {
 			t.Errorf("params %s are marked validated", req.Params)
 		}
-		if _, rerr := decodeParams(req); rerr == nil || rerr.Message != "Invalid params: params must be an object" {
+		var p paramsObject
+		if rerr := decodeParams(req, &p); rerr == nil || rerr.Message != "Invalid params: params must be an object" {
 			t.Errorf("decodeParams(%s) = %v, want the -32602", req.Params, rerr)
 		}
 	}
@@ -469,19 +470,21 @@ func TestScanParams(t *testing.T) {
 		` { "n\u0061me" : "x" , "uri":"file:///a", "cursor" : "c", "requestState":"s","inputResponses":{"k":{}} } `,
 		`{"x":[{"name":1}],"\u0063ursor":null,"_met\u0061":{}}`,
 	} {
-		p := scanParams(json.RawMessage(raw))
+		var p paramsObject
+		p.scan(json.RawMessage(raw))
 		for name, got := range map[string]json.RawMessage{
 			"_meta": p.meta, "name": p.name, "arguments": p.arguments, "uri": p.uri,
 			"cursor": p.cursor, "requestState": p.requestState, "inputResponses": p.inputResponses,
 		} {
 			if want, _ := lookupMember([]byte(raw), name); string(got) != string(want) || (got == nil) != (want == nil) {
-				t.Errorf("scanParams(%s).%s = %q, want %q", raw, name, got, want)
+				t.Errorf("paramsObject.scan(%s).%s = %q, want %q", raw, name, got, want)
 			}
 		}
 	}
 	meta := `{"progressToken":7,"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},` +
 		`"io.modelcontextprotocol/client\u0049nfo":{"name":"c","version":"1"},"io.modelcontextprotocol/logLevel":"info","other":0}`
-	m := scanMeta(json.RawMessage(meta))
+	var m metaObject
+	m.scan(json.RawMessage(meta))
 	for name, got := range map[string]json.RawMessage{
 		metaKeyProtocolVersion: m.protocolVersion, metaKeyClientCapabilities: m.clientCapabilities,
 		metaKeyClientInfo: m.clientInfo, metaKeyLogLevel: m.logLevel, metaKeyProgressToken: m.progressToken,

@@ -220,11 +220,11 @@ func (d *envelopeDecoder) object(i, depth int) (int, error) {
 // for duplicates; at depth 1 it records the envelope members.
 func (d *envelopeDecoder) members(i, depth int) (int, error) {
 	data := d.data
-	var keys objectKeySet
 	i = skipJSONSpace(data, i+1)
 	if i < len(data) && data[i] == '}' {
 		return i + 1, nil
 	}
+	var keys objectKeySet // after the empty case, which need not zero it
 	for {
 		if i >= len(data) {
 			return i, syntaxError("unterminated object", i)
@@ -236,7 +236,10 @@ func (d *envelopeDecoder) members(i, depth int) (int, error) {
 		if err != nil {
 			return keyEnd, err
 		}
-		key := d.keyOf(i, keyEnd, escaped)
+		key := objectKeyRef{start: i + 1, end: keyEnd - 1}
+		if escaped {
+			key = d.unescapeKey(key)
+		}
 		if keys.add(d, key) {
 			return i, syntaxError("duplicate object key", i)
 		}
@@ -298,15 +301,11 @@ type objectKeyRef struct {
 	inScratch  bool
 }
 
-// keyOf returns the reference to the text of the validated key token
-// data[tokenStart:tokenEnd], unescaping it onto scratch only when it has escapes.
-func (d *envelopeDecoder) keyOf(tokenStart, tokenEnd int, escaped bool) objectKeyRef {
-	content := d.data[tokenStart+1 : tokenEnd-1]
-	if !escaped {
-		return objectKeyRef{start: tokenStart + 1, end: tokenEnd - 1}
-	}
+// unescapeKey returns the reference to the text of the validated key whose
+// escaped content in the line is raw, unescaping it onto scratch.
+func (d *envelopeDecoder) unescapeKey(raw objectKeyRef) objectKeyRef {
 	start := len(d.scratch)
-	d.scratch = appendUnescaped(d.scratch, content)
+	d.scratch = appendUnescaped(d.scratch, d.data[raw.start:raw.end])
 	return objectKeyRef{start: start, end: len(d.scratch), inScratch: true}
 }
 

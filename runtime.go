@@ -217,15 +217,15 @@ func (rt *Runtime) Dispatch(ctx context.Context, req *Request) Reply {
 	if req.ID == nil {
 		return Reply{}
 	}
-	params, rerr := decodeParams(req)
-	if rerr != nil {
+	// c is filled in place: its parts are large enough that copying them
+	// shows in the profile.
+	c := &call{req: req}
+	if rerr := decodeParams(req, &c.params); rerr != nil {
 		return Reply{Error: rerr}
 	}
-	info, rerr := rt.versions.resolve(req, &params)
-	if rerr != nil {
+	if rerr := rt.versions.resolve(req, &c.params, &c.dialectInfo); rerr != nil {
 		return Reply{Error: rerr}
 	}
-	c := &call{req: req, params: params, dialectInfo: info}
 	c.logThreshold = rt.logThreshold(c)
 	switch {
 	case c.era != eraStateless && req.Method == "initialize":
