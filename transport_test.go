@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -496,6 +497,41 @@ func TestInjectedExecutorClosedWhileRequestsPending(t *testing.T) {
 		if !strings.Contains(f, `"message":"Request worker failed"`) {
 			t.Fatalf("frame %s", f)
 		}
+	}
+	close(h.d.release)
+}
+
+// Requests queued when the executor closes are answered too: one with an
+// untracked id (answered with id null), not a notification.
+func TestInjectedExecutorClosedWithQueuedWork(t *testing.T) {
+	ex, err := NewExecutor(ExecutorOptions{MaxConcurrency: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := startHarness(t, Options{Executor: ex})
+	h.send(`{"jsonrpc":"2.0","id":1,"method":"ignore"}`)
+	h.d.waitStarted(t)
+	h.send(`{"jsonrpc":"2.0","id":1.5,"method":"echo"}`)
+	h.send(`{"jsonrpc":"2.0","method":"echo"}`)
+	// Lines are handled in order: once the duplicate is refused, both are queued.
+	if got, want := h.roundTrip(`{"jsonrpc":"2.0","id":1,"method":"echo"}`), `{"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":"Duplicate in-flight request id"}}`+"\n"; got != want {
+		t.Fatalf("duplicate answered %s, want %s", got, want)
+	}
+	if st := ex.Stats(); st.Running != 1 || st.Queued != 2 {
+		t.Fatalf("Stats = %+v, want 1 running and 2 queued", st)
+	}
+	ex.Close()
+	err, frames := h.wait()
+	if !errors.Is(err, ErrExecutorClosed) {
+		t.Fatalf("Serve = %v", err)
+	}
+	slices.Sort(frames)
+	want := []string{
+		`{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"Request worker failed"}}` + "\n",
+		`{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"Request worker failed"}}` + "\n",
+	}
+	if !slices.Equal(frames, want) {
+		t.Fatalf("frames\n got: %q\nwant: %q", frames, want)
 	}
 	close(h.d.release)
 }
