@@ -422,6 +422,11 @@ func (c *coordinator) onOutcome(o Outcome) error {
 		if res.reply.Listen != nil {
 			return c.openSubscription(ex.id, res.reply.Listen)
 		}
+		if res.reply.Subscribe != "" {
+			if rpcErr := c.admitSubscribe(res.reply.Subscribe); rpcErr != nil {
+				return c.write(errorFrame(ex.id, rpcErr))
+			}
+		}
 		c.applyReply(res.reply)
 		if res.frame == nil {
 			return nil
@@ -459,6 +464,25 @@ func (c *coordinator) applyReply(r Reply) {
 	if r.Unsubscribe != "" {
 		delete(c.resourceSub, r.Unsubscribe)
 	}
+}
+
+// subscriptions counts what MaxSubscriptions bounds: open listen streams and
+// URIs subscribed with resources/subscribe, in one budget, since both are
+// state the connection keeps for the client until it lets go.
+func (c *coordinator) subscriptions() int { return len(c.subs) + len(c.resourceSub) }
+
+// admitSubscribe decides a successful resources/subscribe of uri here, where
+// the count is known (the worker that answered could not know it): nil when
+// uri is subscribed already (it does not count twice) or fits, otherwise the
+// -32602 that is written instead of the dispatcher's success.
+func (c *coordinator) admitSubscribe(uri string) *RPCError {
+	if err := subscriptionURIError(uri); err != nil {
+		return err
+	}
+	if c.resourceSub[uri] || c.subscriptions() < c.t.opts.MaxSubscriptions {
+		return nil
+	}
+	return errSubscriptionLimit(c.t.opts.MaxSubscriptions)
 }
 
 // forget drops a finished, cancelled or timed-out execution: its id is free
@@ -566,7 +590,7 @@ func (c *coordinator) onClientResponse(env envelope) {
 // openSubscription turns a listen request into an open stream and
 // acknowledges it, or refuses it over MaxSubscriptions.
 func (c *coordinator) openSubscription(id string, filter *ListenFilter) error {
-	if len(c.subs) >= c.t.opts.MaxSubscriptions {
+	if c.subscriptions() >= c.t.opts.MaxSubscriptions {
 		return c.write(errorFrame(id, errSubscriptionCapacity))
 	}
 	if c.lines == nil {

@@ -47,7 +47,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.requestTimeout, "request-timeout", defaultJobTimeout, "deadline of each request from when it starts running (negative: none)")
 	fs.IntVar(&c.maxConcurrency, "max-concurrency", defaultMaxConcurrency, "requests running at once")
 	fs.IntVar(&c.maxQueue, "max-queue", defaultMaxQueue, "requests waiting for a worker (0: none wait)")
-	fs.IntVar(&c.maxSubscriptions, "max-subscriptions", DefaultMaxSubscriptions, "open subscriptions/listen streams")
+	fs.IntVar(&c.maxSubscriptions, "max-subscriptions", DefaultMaxSubscriptions, "subscriptions per connection: open subscriptions/listen streams and resources/subscribe URIs together")
 	fs.StringVar(&methods, "notification-methods", "", "comma-separated notification methods the application may send")
 	fs.DurationVar(&c.notifyEvery, "notify-every", 0, "when > 0, send the first allowed application notification on this period")
 	fs.StringVar(&protocols, "protocols", strings.Join(defaultProtocolVersions(), ","), "enabled protocol versions, in preference order")

@@ -37,7 +37,12 @@ type Options struct {
 	// RequestTimeout is each request's deadline, counted from when it starts
 	// running; 0 means the executor's default (30s), negative means none.
 	RequestTimeout time.Duration
-	// MaxSubscriptions limits open subscriptions/listen streams (default 32).
+	// MaxSubscriptions limits the subscriptions one connection holds
+	// (default 32): open subscriptions/listen streams and URIs subscribed
+	// with resources/subscribe count together. A listen request over it is
+	// answered -32603 "Server subscription capacity exhausted", a
+	// resources/subscribe of a new URI -32602 "Subscription limit reached
+	// (N)". A subscribed URI is at most 1000 bytes long.
 	MaxSubscriptions int
 	// NotificationMethods lists the methods Notify may send (default none).
 	NotificationMethods []string
