@@ -9,6 +9,7 @@ import (
 	"maps"
 	"runtime"
 	"slices"
+	"sync/atomic"
 )
 
 // inbound is one event from the reading goroutine: a decoded line, an
@@ -24,8 +25,60 @@ type inbound struct {
 
 // linesBuffer is how many decoded lines the reading goroutine may hand over
 // ahead of the coordinator, so that under load the coordinator takes several
-// lines per wake-up instead of one.
+// lines per wake-up instead of one. It also bounds how many messages are
+// held behind an initialize (see coordinator.held).
 const linesBuffer = 16
+
+// Input taken ahead of admission is bounded in bytes as well as in lines, so
+// that what the connection holds beyond the executor's MaxInflightBytes
+// stays small even when every line is near MaxLineBytes:
+//   - the reading goroutine hands over lines longer than aheadSmallLine only
+//     while the bytes of such lines not yet taken by the coordinator are
+//     within aheadBytes (lines up to aheadSmallLine are bounded by
+//     linesBuffer alone, and cost no accounting);
+//   - the coordinator takes no more input while the messages it holds behind
+//     an initialize reach aheadBytes (or linesBuffer messages).
+//
+// Either may exceed aheadBytes by one line.
+const (
+	aheadBytes     = 1 << 20
+	aheadSmallLine = defaultReadChunk
+)
+
+// lookahead counts the bytes of the long lines (over aheadSmallLine) that the
+// reading goroutine has handed over and the coordinator has not taken yet.
+// The reader adds a line's length before sending it and, while the count is
+// over aheadBytes, waits for room; the coordinator subtracts it when it takes
+// the line and signals room when the count falls to aheadBytes.
+type lookahead struct {
+	bytes atomic.Int64
+	room  chan struct{} // capacity 1; a stale signal only makes the reader check again
+}
+
+// reserve counts a line of n bytes handed to the coordinator; it reports
+// whether the reader must wait for room before reading on.
+func (la *lookahead) reserve(n int) bool {
+	return n > aheadSmallLine && la.bytes.Add(int64(n)) > aheadBytes
+}
+
+// full reports whether the lines not yet taken are over aheadBytes.
+func (la *lookahead) full() bool { return la.bytes.Load() > aheadBytes }
+
+// taken uncounts a line of n bytes the coordinator took.
+func (la *lookahead) taken(n int) {
+	if n > aheadSmallLine {
+		la.untake(n)
+	}
+}
+
+func (la *lookahead) untake(n int) {
+	if left := la.bytes.Add(-int64(n)); left <= aheadBytes && left+int64(n) > aheadBytes {
+		select {
+		case la.room <- struct{}{}:
+		default:
+		}
+	}
+}
 
 // execution is an admitted message the coordinator waits for. It is also
 // the job that serves the message: its run method is the work, and job is
@@ -39,6 +92,9 @@ type execution struct {
 	// live is true from its admission until it is answered, cancelled or
 	// timed out.
 	live bool
+	// gates is set on an admitted initialize request: until its outcome is
+	// recorded, later messages are held (see coordinator.held).
+	gates bool
 	// outgoing are the ids of its server-to-client requests still waiting.
 	outgoing []string
 
@@ -100,6 +156,7 @@ type coordinator struct {
 	writer *frameWriter
 
 	lines     chan inbound  // from the reading goroutine; nil after end of input
+	ahead     *lookahead    // shared with the reading goroutine
 	done      chan struct{} // closed at shutdown: no goroutine waits on the coordinator after it
 	changes   *changeBox    // from the dispatcher, when it is a ChangeSource
 	stopWatch func()
@@ -117,6 +174,16 @@ type coordinator struct {
 	byID      map[string]*execution
 	untracked map[ExecutionRef]*execution
 
+	// Messages that arrived while an initialize was admitted and not
+	// finished (initializing > 0), oldest first, with the sum of their line
+	// lengths. They are submitted, in order, once the initialize's outcome is
+	// recorded, so that they select their dialect with it; until then their
+	// ids count as in flight. Input is not taken while the queue is full
+	// (holdFull).
+	held         []*execution
+	heldBytes    int
+	initializing int // admitted initialize requests not finished
+
 	outgoing    map[string]*outgoingRequest // server-to-client requests by canonical id
 	outgoingSeq uint64
 	subs        map[string]*subscription // open listen streams by canonical id
@@ -131,6 +198,7 @@ func newCoordinator(ctx context.Context, t *Transport) *coordinator {
 		sub:         t.executor.NewSubmitter(),
 		writer:      newFrameWriter(t.opts.Output, t.opts.WriteTimeout),
 		lines:       make(chan inbound, linesBuffer),
+		ahead:       &lookahead{room: make(chan struct{}, 1)},
 		done:        make(chan struct{}),
 		stopWatch:   func() {},
 		byID:        make(map[string]*execution),
@@ -146,13 +214,14 @@ func newCoordinator(ctx context.Context, t *Transport) *coordinator {
 		c.changes = newChangeBox()
 		c.stopWatch = src.WatchChanges(c.changes.put)
 	}
-	go readLines(newLineReader(t.opts.Input, t.opts.MaxLineBytes, defaultReadChunk), c.lines, c.done)
+	go readLines(newLineReader(t.opts.Input, t.opts.MaxLineBytes, defaultReadChunk), c.lines, c.ahead, c.done)
 	return c
 }
 
 // readLines reads and decodes lines until the end of input or a read error,
-// sending one inbound per event. It returns early once stop is closed.
-func readLines(lr *lineReader, out chan<- inbound, stop <-chan struct{}) {
+// sending one inbound per event, and waits for room in ahead after a long
+// line that filled it. It returns early once stop is closed.
+func readLines(lr *lineReader, out chan<- inbound, ahead *lookahead, stop <-chan struct{}) {
 	for {
 		var in inbound
 		line, err := lr.next()
@@ -167,6 +236,7 @@ func readLines(lr *lineReader, out chan<- inbound, stop <-chan struct{}) {
 		default:
 			in.readErr = err
 		}
+		wait := ahead.reserve(len(in.line))
 		select {
 		case out <- in:
 		case <-stop:
@@ -174,6 +244,13 @@ func readLines(lr *lineReader, out chan<- inbound, stop <-chan struct{}) {
 		}
 		if in.eof || in.readErr != nil {
 			return
+		}
+		for wait && ahead.full() {
+			select {
+			case <-ahead.room:
+			case <-stop:
+				return
+			}
 		}
 	}
 }
@@ -192,7 +269,7 @@ func (c *coordinator) run() error {
 		}
 		var err error
 		select {
-		case in := <-c.lines:
+		case in := <-c.input():
 			err = c.onInbound(in)
 		case o := <-c.sub.Outcomes():
 			err = c.onOutcome(o)
@@ -234,7 +311,7 @@ func (c *coordinator) poll() (bool, error) {
 		select {
 		case o := <-c.sub.Outcomes():
 			return true, c.onOutcome(o)
-		case in := <-c.lines:
+		case in := <-c.input():
 			return true, c.onInbound(in)
 		case event := <-c.writer.pending():
 			return true, c.outputFailed(c.writer.handle(event))
@@ -244,6 +321,16 @@ func (c *coordinator) poll() (bool, error) {
 	}
 	c.polled = 0
 	return false, nil
+}
+
+// input is the channel of the reading goroutine's events, nil (never ready)
+// while the held queue is full: the reader then blocks, and so does the
+// client's writing, until the initialize finishes.
+func (c *coordinator) input() <-chan inbound {
+	if c.holdFull() {
+		return nil
+	}
+	return c.lines
 }
 
 // shutdown cancels all work still admitted and releases the connection's
@@ -286,6 +373,7 @@ func (c *coordinator) outputFailed(err error) error {
 }
 
 func (c *coordinator) onInbound(in inbound) error {
+	c.ahead.taken(len(in.line))
 	switch {
 	case in.tooLong:
 		return c.write(errorFrame("", errLineLimit(c.t.opts.MaxLineBytes)))
@@ -300,12 +388,13 @@ func (c *coordinator) onInbound(in inbound) error {
 		c.log.Debug("mcpstdio: unparsable line", "err", in.parseErr)
 		return c.write(errorFrame("", errParseFrame))
 	}
-	return c.onMessage(in.env)
+	return c.onMessage(in.env, len(in.line))
 }
 
 // onMessage runs steps 3 to 7 of the per-line pipeline (SPEC §4) for a line
-// that decoded.
-func (c *coordinator) onMessage(env envelope) error {
+// of size bytes that decoded. While an initialize is in flight the message
+// is held instead of submitted (see coordinator.held).
+func (c *coordinator) onMessage(env envelope, size int) error {
 	if env.kind == kindObject && env.method == nil && (env.result != nil || env.errorV != nil) {
 		c.onClientResponse(env)
 		return nil
@@ -330,41 +419,94 @@ func (c *coordinator) onMessage(env envelope) error {
 	ex := c.newExecution()
 	ex.c, ex.id, ex.method, ex.request = c, id, method, !isNotification
 	ex.env = env
+	ex.job.key, ex.job.work, ex.job.size = id, ex, size
+	if c.initializing > 0 {
+		c.held = append(c.held, ex)
+		c.heldBytes += size
+		return nil
+	}
+	return c.submit(ex)
+}
+
+// submit hands ex to the executor with the connection's session and header
+// as they are now, and tracks it; over capacity it is answered (a request)
+// or dropped (a notification).
+func (c *coordinator) submit(ex *execution) error {
 	ex.req.Session, ex.req.Header = c.session, c.header
-	ex.job.key, ex.job.work = id, ex
 	ref, err := c.sub.submit(&ex.job, c.t.opts.RequestTimeout)
 	switch {
 	case errors.Is(err, ErrOverloaded):
 		if !ex.request {
 			return nil
 		}
-		return c.write(errorFrame(id, errCapacity))
+		return c.write(errorFrame(ex.id, errCapacity))
 	case err != nil: // the executor closed under us
 		if ex.request {
-			if werr := c.writeAndWait(errorFrame(id, errWorkerFailed)); werr != nil {
+			if werr := c.writeAndWait(errorFrame(ex.id, errWorkerFailed)); werr != nil {
 				return werr
 			}
 		}
 		return ErrExecutorClosed
 	}
 	ex.live = true
-	if id != "" {
-		c.byID[id] = ex
+	if ex.id != "" {
+		c.byID[ex.id] = ex
 	} else {
 		c.untracked[ref] = ex
+	}
+	if ex.request && ex.method == "initialize" {
+		ex.gates = true
+		c.initializing++
 	}
 	return nil
 }
 
-// pending counts the executions admitted and not yet answered.
-func (c *coordinator) pending() int { return len(c.byID) + len(c.untracked) }
+// holdFull reports whether the held queue is at its bound.
+func (c *coordinator) holdFull() bool {
+	return len(c.held) >= linesBuffer || c.heldBytes >= aheadBytes
+}
 
-// inFlight reports whether id names a running request or an open
+// heldIndex is the position of the held request with canonical id in
+// c.held, or -1.
+func (c *coordinator) heldIndex(id string) int {
+	for i, ex := range c.held {
+		if ex.id == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// dropHeld removes c.held[i] without answering it.
+func (c *coordinator) dropHeld(i int) {
+	c.heldBytes -= c.held[i].job.size
+	c.held = slices.Delete(c.held, i, i+1)
+}
+
+// releaseHeld submits the held messages in arrival order, now that no
+// initialize is in flight, until one of them is an initialize again: the
+// rest then wait for that one.
+func (c *coordinator) releaseHeld() error {
+	for c.initializing == 0 && len(c.held) > 0 {
+		ex := c.held[0]
+		c.dropHeld(0)
+		if err := c.submit(ex); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pending counts the executions admitted and not yet answered, and the
+// messages held.
+func (c *coordinator) pending() int { return len(c.byID) + len(c.untracked) + len(c.held) }
+
+// inFlight reports whether id names a running or held request or an open
 // subscription.
 func (c *coordinator) inFlight(id string) bool {
 	_, running := c.byID[id]
 	_, listening := c.subs[id]
-	return running || listening
+	return running || listening || len(c.held) > 0 && c.heldIndex(id) >= 0
 }
 
 // run is the job's work: it validates the envelope and dispatches the
@@ -416,6 +558,18 @@ func (c *coordinator) onOutcome(o Outcome) error {
 		return nil // cancelled: its key was freed and its answer is never written
 	}
 	c.forget(ex)
+	err := c.settle(ex, o)
+	if ex.gates && err == nil {
+		// The initialize's outcome is recorded (a success set the session
+		// and header): what arrived behind it can select its dialect now.
+		return c.releaseHeld()
+	}
+	return err
+}
+
+// settle records what the outcome o of ex changes on the connection and
+// writes its answer, if any.
+func (c *coordinator) settle(ex *execution, o Outcome) error {
 	switch o.Kind {
 	case OutcomeCompleted:
 		res := ex.result
@@ -489,6 +643,9 @@ func (c *coordinator) admitSubscribe(uri string) *RPCError {
 // and its server-to-client requests still waiting fail at once.
 func (c *coordinator) forget(ex *execution) {
 	ex.live = false
+	if ex.gates {
+		c.initializing--
+	}
 	if ex.id != "" {
 		delete(c.byID, ex.id)
 	} else {
@@ -533,6 +690,12 @@ func (c *coordinator) onCancel(params []byte) {
 	}
 	if _, ok := c.subs[id]; ok {
 		delete(c.subs, id)
+		return
+	}
+	if i := c.heldIndex(id); i >= 0 {
+		if c.held[i].method != "initialize" {
+			c.dropHeld(i)
+		}
 		return
 	}
 	ex, ok := c.byID[id]
@@ -687,6 +850,7 @@ func (c *coordinator) endSubscriptions() error {
 // failed" and ends the connection.
 func (c *coordinator) onExecutorClosed() error {
 	pending := slices.AppendSeq(slices.Collect(maps.Values(c.byID)), maps.Values(c.untracked))
+	pending = append(pending, c.held...)
 	c.log.Error("mcpstdio: executor closed with requests pending", "pending", len(pending))
 	for _, ex := range pending {
 		if !ex.request {

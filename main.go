@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"strings"
 	"syscall"
@@ -30,7 +31,7 @@ func main() {
 type config struct {
 	writeTimeout, requestTimeout, notifyEvery time.Duration
 	maxLineBytes, maxConcurrency, maxQueue    int
-	maxSubscriptions                          int
+	maxSubscriptions, maxInflightBytes        int
 	notificationMethods, protocols            []string
 	logLevel                                  slog.Level
 	cpuProfile, memProfile                    string
@@ -47,6 +48,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.requestTimeout, "request-timeout", defaultJobTimeout, "deadline of each request from when it starts running (negative: none)")
 	fs.IntVar(&c.maxConcurrency, "max-concurrency", defaultMaxConcurrency, "requests running at once")
 	fs.IntVar(&c.maxQueue, "max-queue", defaultMaxQueue, "requests waiting for a worker (0: none wait)")
+	fs.IntVar(&c.maxInflightBytes, "max-inflight-bytes", DefaultMaxInflightBytes, "total size of the input lines of the requests running or waiting; also sets the soft memory limit unless GOMEMLIMIT is set")
 	fs.IntVar(&c.maxSubscriptions, "max-subscriptions", DefaultMaxSubscriptions, "subscriptions per connection: open subscriptions/listen streams and resources/subscribe URIs together")
 	fs.StringVar(&methods, "notification-methods", "", "comma-separated notification methods the application may send")
 	fs.DurationVar(&c.notifyEvery, "notify-every", 0, "when > 0, send the first allowed application notification on this period")
@@ -76,7 +78,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if c.maxQueue == 0 {
 		c.maxQueue = -1 // the flag's 0 is "no queue"; the option's 0 is "default"
 	}
-	for name, v := range map[string]int{"-max-line-bytes": c.maxLineBytes, "-max-concurrency": c.maxConcurrency, "-max-subscriptions": c.maxSubscriptions} {
+	for name, v := range map[string]int{"-max-line-bytes": c.maxLineBytes, "-max-concurrency": c.maxConcurrency, "-max-subscriptions": c.maxSubscriptions, "-max-inflight-bytes": c.maxInflightBytes} {
 		if v <= 0 {
 			return fail("%s must be positive, got %d", name, v)
 		}
@@ -142,11 +144,15 @@ func run(args []string, stdin, stdout, stderr *os.File) int {
 		NotificationMethods: c.notificationMethods,
 		MaxConcurrency:      c.maxConcurrency,
 		MaxQueue:            c.maxQueue,
+		MaxInflightBytes:    c.maxInflightBytes,
 		Logger:              logger,
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 2
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(memoryLimit(c))
 	}
 	stopProfile, err := startProfiles(c)
 	if err != nil {
@@ -173,6 +179,16 @@ func run(args []string, stdin, stdout, stderr *os.File) int {
 		logger.Error("mcpstdio: serving ended", "err", err)
 		return 1
 	}
+}
+
+// memoryLimit is the soft memory limit of the process (runtime/debug): the
+// input admitted (-max-inflight-bytes) plus room for what else a connection
+// holds, which is mostly lines too: those read ahead or held behind an
+// initialize, the one being assembled, refused ones not yet collected, and
+// answers as large as their requests. It keeps the collector from letting
+// the heap grow to twice what is live (GOGC=100) when the input is large.
+func memoryLimit(c config) int64 {
+	return int64(c.maxInflightBytes) + 4*int64(c.maxLineBytes) + 16<<20
 }
 
 // heartbeat sends method on tr every period until ctx ends or the transport

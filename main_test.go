@@ -285,6 +285,7 @@ func TestBinaryBadFlags(t *testing.T) {
 		{"-notification-methods", "hello"},
 		{"-protocols", "1999-01-01"},
 		{"-max-line-bytes", "0"},
+		{"-max-inflight-bytes", "0"},
 		{"-write-timeout", "-1s"},
 		{"-notify-every", "1s"},
 		{"-log-level", "loud"},
@@ -297,6 +298,22 @@ func TestBinaryBadFlags(t *testing.T) {
 		if !errors.As(err, &exitErr) || exitErr.ExitCode() != 2 || stderr.Len() == 0 {
 			t.Errorf("%v: %v, stderr %q; want exit status 2 and a message", args, err, stderr.String())
 		}
+	}
+}
+
+// -max-inflight-bytes is the budget of the input admitted: with one byte, a
+// request is refused while another runs.
+func TestBinaryMaxInflightBytes(t *testing.T) {
+	p := startServer(t, "-max-inflight-bytes", "1")
+	p.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":600000},` + binMeta2026 + `}}`)
+	// Lines are admitted in order: the sleep holds the budget when echo comes.
+	got := p.call(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"},` + binMeta2026 + `}}`)
+	if e, _ := got["error"].(map[string]any); e == nil || e["message"] != "Server execution capacity exhausted" {
+		t.Fatalf("echo answered %v", got)
+	}
+	p.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`)
+	if code, _ := p.exit(); code != 0 {
+		t.Fatalf("exit status %d", code)
 	}
 }
 

@@ -48,11 +48,16 @@ type Options struct {
 	NotificationMethods []string
 
 	// Executor runs the work. When nil the transport creates one with
-	// MaxConcurrency and MaxQueue (see ExecutorOptions) and closes it when
-	// Serve returns; an injected executor is never closed by the transport.
-	Executor       *Executor
-	MaxConcurrency int
-	MaxQueue       int
+	// MaxConcurrency, MaxQueue and MaxInflightBytes (see ExecutorOptions)
+	// and closes it when Serve returns; an injected executor is never closed
+	// by the transport. Each message is submitted with its line's length as
+	// its size, so MaxInflightBytes (default 64 MiB) bounds the input the
+	// admitted messages hold; a message over it is answered -32603 "Server
+	// execution capacity exhausted", as over MaxConcurrency and MaxQueue.
+	Executor         *Executor
+	MaxConcurrency   int
+	MaxQueue         int
+	MaxInflightBytes int
 
 	// Logger receives diagnostics, never protocol output (default
 	// slog.Default()).
@@ -97,7 +102,7 @@ func NewTransport(d Dispatcher, opts Options) (*Transport, error) {
 		calls:      make(chan *peerCall),
 	}
 	if t.executor == nil {
-		e, err := NewExecutor(ExecutorOptions{MaxConcurrency: opts.MaxConcurrency, MaxQueue: opts.MaxQueue})
+		e, err := NewExecutor(ExecutorOptions{MaxConcurrency: opts.MaxConcurrency, MaxQueue: opts.MaxQueue, MaxInflightBytes: opts.MaxInflightBytes})
 		if err != nil {
 			return nil, fmt.Errorf("mcpstdio: %w", err)
 		}
@@ -118,8 +123,8 @@ func (o *Options) normalize() error {
 		return fmt.Errorf("mcpstdio: Options.MaxLineBytes must be positive, got %d", o.MaxLineBytes)
 	case o.MaxSubscriptions < 0:
 		return fmt.Errorf("mcpstdio: Options.MaxSubscriptions must be positive, got %d", o.MaxSubscriptions)
-	case o.Executor != nil && (o.MaxConcurrency != 0 || o.MaxQueue != 0):
-		return errors.New("mcpstdio: Options.MaxConcurrency and MaxQueue apply only when the transport creates its executor")
+	case o.Executor != nil && (o.MaxConcurrency != 0 || o.MaxQueue != 0 || o.MaxInflightBytes != 0):
+		return errors.New("mcpstdio: Options.MaxConcurrency, MaxQueue and MaxInflightBytes apply only when the transport creates its executor")
 	}
 	if err := validateNotificationMethods(o.NotificationMethods); err != nil {
 		return err
