@@ -27,6 +27,9 @@ package main
 //     mailbox is non-empty. A slow reader therefore costs memory (one Outcome
 //     per pending result, not a goroutine per pending result), never a slot,
 //     a worker or a caller of Cancel.
+//   - Admission also keeps a byte budget: each job has a size (SubmitSized),
+//     counted from admission until it leaves the queue unrun or its function
+//     returns, like its slot, so a cancelled job's memory is still counted.
 //   - Close is final for delivery: sends made under the mutex check that the
 //     submitter is open; a read-write lock around the pump's blocking send lets
 //     Close wait it out; then Close empties the channel's buffer.
