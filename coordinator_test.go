@@ -2,60 +2,27 @@ package main
 
 import (
 	"bytes"
-	"context"
-	"encoding/json"
 	"strconv"
 	"strings"
 	"testing"
 	"testing/synctest"
 )
 
-// gatedDispatcher's initialize waits until release is closed, then succeeds
-// (negotiating 2025-11-25) or, when its params contain "fail", fails; its
-// session request answers with the header and version it was dispatched
-// with. Notifications are reported on notified.
-type gatedDispatcher struct {
-	started  chan struct{} // one per initialize that started
-	release  chan struct{}
-	notified chan string
-}
-
-func newGatedDispatcher() *gatedDispatcher {
-	return &gatedDispatcher{started: make(chan struct{}, 100), release: make(chan struct{}), notified: make(chan string, 100)}
-}
-
-func (d *gatedDispatcher) Dispatch(_ context.Context, req *Request) Reply {
-	if req.ID == nil {
-		d.notified <- req.Method
-		return Reply{}
-	}
-	switch req.Method {
-	case "initialize":
-		d.started <- struct{}{}
-		<-d.release
-		if bytes.Contains(req.Params, []byte("fail")) {
-			return Reply{Error: invalidParams("Invalid params: refused")}
-		}
-		return Reply{Result: json.RawMessage(`{}`), Initialized: &Session{ProtocolVersion: "2025-11-25"}}
-	case "session":
-		b, _ := json.Marshal(map[string]any{"header": req.Header, "version": req.Session.ProtocolVersion})
-		return Reply{Result: b}
-	}
-	return Reply{Error: methodNotFound(req.Method)}
-}
-
-// startGated serves a gatedDispatcher; its handlers are released at cleanup
-// if the test did not release them.
-func startGated(t *testing.T, opts Options) (*harness, *gatedDispatcher) {
+// startGated serves the harness's testDispatcher with its initialize gated
+// (see testDispatcher); the gate is opened at cleanup if the test did not
+// open it.
+func startGated(t *testing.T, opts Options) (*harness, *testDispatcher) {
 	t.Helper()
-	d := newGatedDispatcher()
-	h := startHarnessWith(t, opts, d)
+	h := startHarness(t, opts)
+	// Set before any line is sent: a worker reads it only after the line
+	// that reaches it went through the harness's channels.
+	h.d.initGate = make(chan struct{})
 	t.Cleanup(func() {
-		if !isClosed(d.release) {
-			close(d.release)
+		if !isClosed(h.d.initGate) {
+			close(h.d.initGate)
 		}
 	})
-	return h, d
+	return h, h.d
 }
 
 func sessionLine(id string) string {
@@ -83,7 +50,7 @@ func TestMessagesBehindInitializeAreHeldUntilItFinishes(t *testing.T) {
 		initAnswer string
 		succeeds   bool
 	}{
-		{"initialize succeeds", `{}`, `{"jsonrpc":"2.0","id":0,"result":{}}` + "\n", true},
+		{"initialize succeeds", `{"protocolVersion":"2025-11-25"}`, `{"jsonrpc":"2.0","id":0,"result":{}}` + "\n", true},
 		{"initialize fails", `{"fail":true}`, `{"jsonrpc":"2.0","id":0,"error":{"code":-32602,"message":"Invalid params: refused"}}` + "\n", false},
 	}
 	for _, tc := range tests {
@@ -91,7 +58,7 @@ func TestMessagesBehindInitializeAreHeldUntilItFinishes(t *testing.T) {
 			// One worker: what is released runs, and is answered, in order.
 			h, d := startGated(t, Options{MaxConcurrency: 1})
 			h.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":` + tc.params + `}`)
-			waitFor(t, d.started, "initialize to start")
+			d.waitStarted(t)
 			h.send(sessionLine("1"))
 			h.send(sessionLine("2"))
 			h.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
@@ -101,7 +68,7 @@ func TestMessagesBehindInitializeAreHeldUntilItFinishes(t *testing.T) {
 			h.send(`{"jsonrpc":"2.0","id":"srv-1","result":{}}`) // a client response: dropped, not held
 			h.sync()                                             // answered at once: nothing held was answered before it
 
-			close(d.release)
+			close(d.initGate)
 			h.expect(tc.initAnswer)
 			h.expect(sessionAnswer("1", tc.succeeds))
 			h.expect(sessionAnswer(`"3"`, tc.succeeds))
@@ -117,13 +84,13 @@ func TestMessagesBehindInitializeAreHeldUntilItFinishes(t *testing.T) {
 func TestHeldInitializeHoldsWhatFollowsIt(t *testing.T) {
 	h, d := startGated(t, Options{MaxConcurrency: 1})
 	h.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"fail":true}}`)
-	waitFor(t, d.started, "initialize to start")
+	d.waitStarted(t)
 	h.send(sessionLine("1"))
-	h.send(`{"jsonrpc":"2.0","id":2,"method":"initialize","params":{}}`)
+	h.send(`{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}`)
 	h.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}`)
 	h.send(sessionLine("3"))
 	h.sync()
-	close(d.release)
+	close(d.initGate)
 	h.expect(`{"jsonrpc":"2.0","id":0,"error":{"code":-32602,"message":"Invalid params: refused"}}` + "\n")
 	h.expect(sessionAnswer("1", false))
 	h.expect(`{"jsonrpc":"2.0","id":2,"result":{}}` + "\n")
@@ -136,11 +103,11 @@ func TestHeldInitializeHoldsWhatFollowsIt(t *testing.T) {
 func TestHeldMessagesAreServedAfterEndOfInput(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h, d := startGated(t, Options{MaxConcurrency: 1})
-		h.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}`)
+		h.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}`)
 		h.send(sessionLine("1"))
 		h.in.close(nil)
 		synctest.Wait() // the end of input was handled while holding
-		close(d.release)
+		close(d.initGate)
 		err, frames := h.wait()
 		want := []string{`{"jsonrpc":"2.0","id":0,"result":{}}` + "\n", sessionAnswer("1", true)}
 		if err != nil || strings.Join(frames, "") != strings.Join(want, "") {
@@ -171,7 +138,7 @@ func TestHeldQueueFullStopsTakingInput(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				h, d := startGated(t, Options{})
-				h.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}`)
+				h.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}`)
 				for _, line := range tc.lines {
 					h.send(line)
 				}
@@ -180,7 +147,7 @@ func TestHeldQueueFullStopsTakingInput(t *testing.T) {
 				if n := len(h.out.frames); n != 0 {
 					t.Fatalf("%d frames written while the held queue was full, want none: %q", n, <-h.out.frames)
 				}
-				close(d.release)
+				close(d.initGate)
 				h.expect(`{"jsonrpc":"2.0","id":0,"result":{}}` + "\n")
 				err, frames := h.finish()
 				if err != nil || len(frames) != len(tc.lines)+1 {
