@@ -51,9 +51,10 @@ type Options struct {
 	// MaxConcurrency, MaxQueue and MaxInflightBytes (see ExecutorOptions)
 	// and closes it when Serve returns; an injected executor is never closed
 	// by the transport. Each message is submitted with its line's length as
-	// its size, so MaxInflightBytes (default 64 MiB) bounds the input the
-	// admitted messages hold; a message over it is answered -32603 "Server
-	// execution capacity exhausted", as over MaxConcurrency and MaxQueue.
+	// its size, so MaxInflightBytes (default 64 MiB; negative: no bound)
+	// bounds the input the admitted messages hold; a message over it is
+	// answered -32603 "Server execution capacity exhausted", as over
+	// MaxConcurrency and MaxQueue.
 	Executor         *Executor
 	MaxConcurrency   int
 	MaxQueue         int
