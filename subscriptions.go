@@ -29,9 +29,9 @@ func subscriptionURIError(uri string) *RPCError {
 }
 
 // errSubscriptionLimit is the -32602 refusing a resources/subscribe of a new
-// URI on a connection that holds max subscriptions already.
-func errSubscriptionLimit(max int) *RPCError {
-	return invalidParams(fmt.Sprintf("Subscription limit reached (%d)", max))
+// URI on a connection that holds limit subscriptions already.
+func errSubscriptionLimit(limit int) *RPCError {
+	return invalidParams(fmt.Sprintf("Subscription limit reached (%d)", limit))
 }
 
 // changeWatchers are the callbacks of WatchChanges, guarded by their mutex.
