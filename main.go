@@ -127,13 +127,23 @@ func run(args []string, stdin, stdout, stderr *os.File) int {
 		logger.Error("mcpstdio: building the catalog failed", "err", err)
 		return 1
 	}
-	out, err := isolateOutput(stdout, stderr)
+	// The signal handler is installed before stdin and stdout change mode
+	// and removed after they are restored (defers run last-in first-out),
+	// so that SIGINT or SIGTERM cannot end the process in between.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	// From here on every return restores stdin's and stdout's blocking
+	// mode, which the next program of a shell script inherits.
+	out, restoreOutput, err := isolateOutput(stdout, stderr)
 	if err != nil {
 		logger.Error("mcpstdio: preparing stdout failed", "err", err)
 		return 1
 	}
+	defer restoreOutput()
+	in, restoreInput := pollableInput(stdin)
+	defer restoreInput()
 	tr, err := NewTransport(rt, Options{
-		Input:               pollableInput(stdin),
+		Input:               in,
 		Output:              out,
 		WriteTimeout:        c.writeTimeout,
 		MaxLineBytes:        c.maxLineBytes,
@@ -157,8 +167,6 @@ func run(args []string, stdin, stdout, stderr *os.File) int {
 	if fi, err := stdin.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
 		fmt.Fprintln(stderr, "mcpstdio: serving MCP as newline-delimited JSON-RPC on stdin/stdout; type a request, or press Ctrl-D to end")
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	if c.notifyEvery > 0 {
 		go heartbeat(ctx, tr, c.notificationMethods[0], c.notifyEvery, logger)
 	}
