@@ -5,6 +5,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -34,12 +35,13 @@ type config struct {
 	notificationMethods, protocols            []string
 	logLevel                                  slog.Level
 	cpuProfile, memProfile                    string
+	stateKey                                  []byte // nil: a random key per process
 }
 
 // parseFlags parses args; the error has been reported on stderr already.
 func parseFlags(args []string, stderr io.Writer) (config, error) {
 	var c config
-	var methods, protocols, level string
+	var methods, protocols, level, stateKeyFile string
 	fs := flag.NewFlagSet("mcpstdio", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.DurationVar(&c.writeTimeout, "write-timeout", DefaultWriteTimeout, "limit of one write to stdout; a timed-out write ends the connection")
@@ -52,6 +54,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.notifyEvery, "notify-every", 0, "when > 0, send the first allowed application notification on this period")
 	fs.StringVar(&protocols, "protocols", strings.Join(defaultProtocolVersions(), ","), "enabled protocol versions, in preference order")
 	fs.StringVar(&level, "log-level", "info", "stderr diagnostics level: debug, info, warn, error")
+	fs.StringVar(&stateKeyFile, "state-key-file", "", "`FILE` holding the secret that signs pagination cursors and requestStates, so that replicas given the same file accept each other's "+
+		"(at least 32 bytes once trailing whitespace is trimmed; a file of random bytes works, e.g. head -c 32 /dev/urandom | base64 > key); default: a random key per process")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the session to this file")
 	fs.StringVar(&c.memProfile, "memprofile", "", "write a heap profile to this file at the end of the session")
 	if err := fs.Parse(args); err != nil {
@@ -87,7 +91,29 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if c.maxQueue < -1 {
 		return fail("-max-queue must not be negative, got %d", c.maxQueue)
 	}
+	if stateKeyFile != "" {
+		key, err := readStateKey(stateKeyFile)
+		if err != nil {
+			return fail("-state-key-file: %v", err)
+		}
+		c.stateKey = key
+	}
 	return c, nil
+}
+
+// readStateKey returns the secret in file: its bytes without trailing ASCII
+// whitespace (so a key written by echo or base64 keeps no newline), which
+// must be at least minStateKeyBytes long.
+func readStateKey(file string) ([]byte, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	key := bytes.TrimRight(data, " \t\r\n\v\f")
+	if len(key) < minStateKeyBytes {
+		return nil, fmt.Errorf("%s holds %d bytes once trailing whitespace is trimmed, want at least %d", file, len(key), minStateKeyBytes)
+	}
+	return key, nil
 }
 
 func splitList(s string) []string {
@@ -117,6 +143,7 @@ func run(args []string, stdin, stdout, stderr *os.File) int {
 		PromptsListChanged:   true,
 		ResourcesListChanged: true,
 		ResourcesSubscribe:   true,
+		StateKey:             c.stateKey,
 		Logger:               logger,
 	})
 	if err != nil {
