@@ -66,6 +66,14 @@ func startServer(t *testing.T, args ...string) *serverProcess {
 	}
 	p := &serverProcess{t: t, cmd: cmd, stdin: stdin, outR: outR, stdout: bufio.NewReaderSize(outR, 1<<20), stderr: &strings.Builder{}, errMu: &sync.Mutex{}}
 	cmd.Stderr = lockedWriter{p.errMu, p.stderr}
+	startCommand(t, cmd)
+	return p
+}
+
+// startCommand starts cmd, and kills it at the end of the test unless it
+// has been waited for.
+func startCommand(t *testing.T, cmd *exec.Cmd) {
+	t.Helper()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +83,6 @@ func startServer(t *testing.T, args ...string) *serverProcess {
 			cmd.Wait()
 		}
 	})
-	return p
 }
 
 type lockedWriter struct {

@@ -87,15 +87,7 @@ func TestBinaryRestoresBlockingStdio(t *testing.T) {
 			var stderr strings.Builder
 			cmd := exec.Command(serverBinary(t), tc.args...)
 			cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() {
-				if cmd.ProcessState == nil {
-					cmd.Process.Kill()
-					cmd.Wait()
-				}
-			})
+			startCommand(t, cmd)
 			if tc.serves {
 				if _, err := io.WriteString(inW, `{"jsonrpc":"2.0","id":1,"method":"ping"}`+"\n"); err != nil {
 					t.Fatal(err)
