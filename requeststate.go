@@ -86,9 +86,8 @@ func (sc requestStateCodec) seal(method, subject string, s sealedState) (string,
 // open verifies a requestState received on a request of method about subject
 // and returns what it carries. A state that is malformed, forged, altered or
 // issued for another method or subject (or by a Runtime with another state
-// key) is -32602
-// "requestState integrity check failed"; a genuine state past its expiry is
-// -32602 "requestState expired".
+// key) is -32602 "requestState integrity check failed"; a genuine state past
+// its expiry is -32602 "requestState expired".
 func (sc requestStateCodec) open(method, subject, token string) (sealedState, *RPCError) {
 	encPayload, encTag, ok := strings.Cut(token, ".")
 	if !ok {
