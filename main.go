@@ -5,6 +5,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -35,12 +36,13 @@ type config struct {
 	notificationMethods, protocols            []string
 	logLevel                                  slog.Level
 	cpuProfile, memProfile                    string
+	stateKey                                  []byte // nil: a random key per process
 }
 
 // parseFlags parses args; the error has been reported on stderr already.
 func parseFlags(args []string, stderr io.Writer) (config, error) {
 	var c config
-	var methods, protocols, level string
+	var methods, protocols, level, stateKeyFile string
 	fs := flag.NewFlagSet("mcpstdio", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.DurationVar(&c.writeTimeout, "write-timeout", DefaultWriteTimeout, "limit of one write to stdout; a timed-out write ends the connection")
@@ -54,6 +56,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.notifyEvery, "notify-every", 0, "when > 0, send the first allowed application notification on this period")
 	fs.StringVar(&protocols, "protocols", strings.Join(defaultProtocolVersions(), ","), "enabled protocol versions, in preference order")
 	fs.StringVar(&level, "log-level", "info", "stderr diagnostics level: debug, info, warn, error")
+	fs.StringVar(&stateKeyFile, "state-key-file", "", "`FILE` holding the secret that signs pagination cursors and requestStates, so that replicas given the same file accept each other's "+
+		"(at least 32 bytes once trailing whitespace is trimmed; a file of random bytes works, e.g. head -c 32 /dev/urandom | base64 > key); default: a random key per process")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the session to this file")
 	fs.StringVar(&c.memProfile, "memprofile", "", "write a heap profile to this file at the end of the session")
 	if err := fs.Parse(args); err != nil {
@@ -89,7 +93,29 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if c.maxQueue < -1 {
 		return fail("-max-queue must not be negative, got %d", c.maxQueue)
 	}
+	if stateKeyFile != "" {
+		key, err := readStateKey(stateKeyFile)
+		if err != nil {
+			return fail("-state-key-file: %v", err)
+		}
+		c.stateKey = key
+	}
 	return c, nil
+}
+
+// readStateKey returns the secret in file: its bytes without trailing ASCII
+// whitespace (so a key written by echo or base64 keeps no newline), which
+// must be at least minStateKeyBytes long.
+func readStateKey(file string) ([]byte, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	key := bytes.TrimRight(data, " \t\r\n\v\f")
+	if len(key) < minStateKeyBytes {
+		return nil, fmt.Errorf("%s holds %d bytes once trailing whitespace is trimmed, want at least %d", file, len(key), minStateKeyBytes)
+	}
+	return key, nil
 }
 
 func splitList(s string) []string {
@@ -119,6 +145,7 @@ func run(args []string, stdin, stdout, stderr *os.File) int {
 		PromptsListChanged:   true,
 		ResourcesListChanged: true,
 		ResourcesSubscribe:   true,
+		StateKey:             c.stateKey,
 		Logger:               logger,
 	})
 	if err != nil {
@@ -129,13 +156,23 @@ func run(args []string, stdin, stdout, stderr *os.File) int {
 		logger.Error("mcpstdio: building the catalog failed", "err", err)
 		return 1
 	}
-	out, err := isolateOutput(stdout, stderr)
+	// The signal handler is installed before stdin and stdout change mode
+	// and removed after they are restored (defers run last-in first-out),
+	// so that SIGINT or SIGTERM cannot end the process in between.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	// From here on every return restores stdin's and stdout's blocking
+	// mode, which the next program of a shell script inherits.
+	out, restoreOutput, err := isolateOutput(stdout, stderr)
 	if err != nil {
 		logger.Error("mcpstdio: preparing stdout failed", "err", err)
 		return 1
 	}
+	defer restoreOutput()
+	in, restoreInput := pollableInput(stdin)
+	defer restoreInput()
 	tr, err := NewTransport(rt, Options{
-		Input:               pollableInput(stdin),
+		Input:               in,
 		Output:              out,
 		WriteTimeout:        c.writeTimeout,
 		MaxLineBytes:        c.maxLineBytes,
@@ -163,8 +200,6 @@ func run(args []string, stdin, stdout, stderr *os.File) int {
 	if fi, err := stdin.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
 		fmt.Fprintln(stderr, "mcpstdio: serving MCP as newline-delimited JSON-RPC on stdin/stdout; type a request, or press Ctrl-D to end")
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	if c.notifyEvery > 0 {
 		go heartbeat(ctx, tr, c.notificationMethods[0], c.notifyEvery, logger)
 	}

@@ -47,6 +47,11 @@ type RuntimeOptions struct {
 	// RequestStateTTL is how long a 2026 requestState stays valid (SPEC
 	// §10.2): 0 means one hour; a negative value means it never expires.
 	RequestStateTTL time.Duration
+	// StateKey is the secret that signs pagination cursors and 2026
+	// requestStates, so that replicas given the same StateKey accept each
+	// other's; nil draws a random key, and then only this Runtime accepts
+	// them. It must be at least 32 bytes; NewRuntime does not keep it.
+	StateKey []byte
 	// ToolsListChanged, PromptsListChanged and ResourcesListChanged set
 	// listChanged in the advertised capabilities.
 	ToolsListChanged     bool
@@ -112,11 +117,11 @@ func NewRuntime(opts RuntimeOptions) (*Runtime, error) {
 	if err := validateRuntimeOptions(&opts); err != nil {
 		return nil, fmt.Errorf("runtime options: %w", err)
 	}
-	cursors, err := newCursorCodec()
+	cursors, err := newCursorCodec(opts.StateKey)
 	if err != nil {
 		return nil, err
 	}
-	states, err := newRequestStateCodec(opts.RequestStateTTL)
+	states, err := newRequestStateCodec(opts.StateKey, opts.RequestStateTTL)
 	if err != nil {
 		return nil, err
 	}
@@ -175,6 +180,9 @@ func validateRuntimeOptions(opts *RuntimeOptions) error {
 	case CacheScopePrivate, CacheScopePublic:
 	default:
 		return fmt.Errorf("CacheScope %q is neither %q nor %q", opts.CacheScope, CacheScopePrivate, CacheScopePublic)
+	}
+	if opts.StateKey != nil && len(opts.StateKey) < minStateKeyBytes {
+		return fmt.Errorf("StateKey is %d bytes, want at least %d", len(opts.StateKey), minStateKeyBytes)
 	}
 	if opts.DefaultLogLevel != "" && logSeverity(opts.DefaultLogLevel) < 0 {
 		return fmt.Errorf("DefaultLogLevel %q is not an MCP log level", opts.DefaultLogLevel)

@@ -151,6 +151,9 @@ func TestNewRuntimeOptions(t *testing.T) {
 		{"negative ttl", func(o *RuntimeOptions) { o.CacheTTLMs = -5 }, "runtime options: CacheTTLMs -5 is negative"},
 		{"bad scope", func(o *RuntimeOptions) { o.CacheScope = "shared" }, `runtime options: CacheScope "shared" is neither "private" nor "public"`},
 		{"public scope", func(o *RuntimeOptions) { o.CacheScope = CacheScopePublic }, ""},
+		{"32-byte state key", func(o *RuntimeOptions) { o.StateKey = make([]byte, 32) }, ""},
+		{"31-byte state key", func(o *RuntimeOptions) { o.StateKey = make([]byte, 31) }, "runtime options: StateKey is 31 bytes, want at least 32"},
+		{"empty state key", func(o *RuntimeOptions) { o.StateKey = []byte{} }, "runtime options: StateKey is 0 bytes, want at least 32"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
