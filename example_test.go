@@ -17,7 +17,9 @@ func Example() {
 	textArg := json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`)
 	rt.AddTool(Tool{Name: "upper", Description: "Upper-cases text", InputSchema: textArg},
 		func(ctx context.Context, req *HandlerRequest) (*ToolResult, error) {
-			var args struct{ Text string }
+			var args struct {
+				Text string `json:"text"`
+			}
 			if err := req.Bind(&args); err != nil {
 				return nil, err // the client sees an isError result
 			}
@@ -25,7 +27,9 @@ func Example() {
 		})
 	rt.AddTool(Tool{Name: "count", Description: "Counts the words of text", InputSchema: textArg},
 		func(ctx context.Context, req *HandlerRequest) (*ToolResult, error) {
-			var args struct{ Text string }
+			var args struct {
+				Text string `json:"text"`
+			}
 			if err := req.Bind(&args); err != nil {
 				return nil, err
 			}

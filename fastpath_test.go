@@ -75,13 +75,12 @@ func TestPlainToolResultMatchesEnvelopeReply(t *testing.T) {
 }
 
 // TestEchoTextArgumentShapes checks that echo's shortcut past Bind answers
-// as Bind does, including keys Bind matches case-insensitively.
+// as Bind does.
 func TestEchoTextArgumentShapes(t *testing.T) {
 	tests := []struct{ args, want string }{
 		{`{"text":"a"}`, "a"},
 		{` { "text" : "a\u0062" } `, "ab"},
 		{`{"text":"a","TEXT":"b"}`, "a"}, // the exact name wins
-		{`{"Text":"c"}`, "c"},
 		{`{"te\u0078t":"d"}`, "d"},
 		{`{"other":1,"text":"e"}`, "e"},
 	}
