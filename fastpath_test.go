@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -32,11 +33,19 @@ func TestPlainToolResultMatchesEnvelopeReply(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	structured := struct {
+		Text string            `json:"text"`
+		Tags map[string][]int  `json:"tags"`
+		Ptr  *struct{ N uint } `json:"ptr,omitempty"`
+	}{Text: "é \"q\"", Tags: map[string][]int{"b": {1}, "a": nil}}
+	sv := reflect.ValueOf(&structured).Elem()
 	results := []*ToolResult{
 		{},
 		{Content: []Content{}},
 		TextResult("hi \"there\" é\n"),
 		{Content: []Content{TextContent("a"), TextContent("b")}, IsError: true},
+		{Content: []Content{TextContent("t")}, StructuredContent: &structuredOutput{v: sv, plan: newPlanBuilder(nil).plan(sv.Type())}},
+		{Content: []Content{TextContent("t")}, StructuredContent: &structuredOutput{encoded: []byte(`{"a":1}`)}, IsError: true},
 	}
 	for _, e := range []era{eraLegacy, eraStateless} {
 		c := &call{req: &Request{Method: "tools/call"}, dialectInfo: dialectInfo{era: e}}
@@ -45,7 +54,10 @@ func TestPlainToolResultMatchesEnvelopeReply(t *testing.T) {
 			if !ok {
 				t.Fatalf("era %v: %+v not taken by the direct encoder", e, res)
 			}
-			fast := rt.appendPlainToolResult(nil, c, res)
+			fast, err := rt.appendPlainToolResult(nil, c, res)
+			if err != nil {
+				t.Fatalf("era %v: %+v: %v", e, res, err)
+			}
 			if len(fast) > size {
 				t.Errorf("era %v: %s is longer than the %d bytes reserved", e, fast, size)
 			}
@@ -54,7 +66,7 @@ func TestPlainToolResultMatchesEnvelopeReply(t *testing.T) {
 				content = []Content{}
 			}
 			slow := rt.envelopeReply(c, false, nil, func(env resultEnvelope) any {
-				return callToolResult{Content: content, IsError: res.IsError, resultEnvelope: env}
+				return callToolResult{Content: content, StructuredContent: res.StructuredContent, IsError: res.IsError, resultEnvelope: env}
 			})
 			if string(fast) != string(slow.Result) {
 				t.Errorf("era %v: direct %s, encoding/json %s", e, fast, slow.Result)
