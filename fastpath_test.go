@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"reflect"
 	"slices"
@@ -82,24 +81,6 @@ func TestPlainToolResultMatchesEnvelopeReply(t *testing.T) {
 	} {
 		if _, ok := rt.plainToolResultSize(c, res); ok {
 			t.Errorf("%+v taken by the direct encoder", res)
-		}
-	}
-}
-
-// TestEchoTextArgumentShapes checks that echo's shortcut past Bind answers
-// as Bind does.
-func TestEchoTextArgumentShapes(t *testing.T) {
-	tests := []struct{ args, want string }{
-		{`{"text":"a"}`, "a"},
-		{` { "text" : "a\u0062" } `, "ab"},
-		{`{"text":"a","TEXT":"b"}`, "a"}, // the exact name wins
-		{`{"te\u0078t":"d"}`, "d"},
-		{`{"other":1,"text":"e"}`, "e"},
-	}
-	for _, tt := range tests {
-		res, err := echoText(context.Background(), &HandlerRequest{Arguments: json.RawMessage(tt.args)})
-		if err != nil || len(res.Content) != 1 || res.Content[0].Text != tt.want {
-			t.Errorf("echo %s = %+v, %v; want %q", tt.args, res, err, tt.want)
 		}
 	}
 }
