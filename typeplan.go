@@ -196,17 +196,9 @@ func (b *planBuilder) plan(t reflect.Type) *typePlan {
 	p.marshalValue = t.Implements(reflect.TypeFor[json.Marshaler]()) || t.Implements(reflect.TypeFor[encoding.TextMarshaler]())
 	p.isTime = t == reflect.TypeFor[time.Time]()
 
+	p.kind = scalarKind(t.Kind())
 	switch t.Kind() {
-	case reflect.Bool:
-		p.kind = planBool
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		p.kind = planInt
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-		p.kind = planUint
-	case reflect.Float32, reflect.Float64:
-		p.kind = planFloat
 	case reflect.String:
-		p.kind = planString
 		if t == reflect.TypeFor[json.Number]() {
 			p.kind = planNumber
 		}
@@ -219,13 +211,8 @@ func (b *planBuilder) plan(t reflect.Type) *typePlan {
 		p.kind, p.elem = planArray, b.plan(t.Elem())
 	case reflect.Map:
 		p.kind, p.elem = planMap, b.plan(t.Elem())
-		switch t.Key().Kind() {
-		case reflect.String:
-			p.mapKey = planString
-		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-			p.mapKey = planInt
-		case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-			p.mapKey = planUint
+		switch p.mapKey = scalarKind(t.Key().Kind()); p.mapKey {
+		case planString, planInt, planUint:
 		default:
 			p.kind, p.problem = planUnsupported, fmt.Sprintf("map key type %v is neither a string nor an integer", t.Key())
 		}
@@ -241,9 +228,29 @@ func (b *planBuilder) plan(t reflect.Type) *typePlan {
 		p.kind = planStruct
 		b.structFields(p)
 	default:
-		p.problem = fmt.Sprintf("%v values have no JSON form", t.Kind())
+		if p.kind == planUnsupported {
+			p.problem = fmt.Sprintf("%v values have no JSON form", t.Kind())
+		}
 	}
 	return p
+}
+
+// scalarKind returns the plan kind of the values of kind k that are JSON
+// booleans, numbers or strings, planUnsupported for the others.
+func scalarKind(k reflect.Kind) planKind {
+	switch k {
+	case reflect.Bool:
+		return planBool
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return planInt
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return planUint
+	case reflect.Float32, reflect.Float64:
+		return planFloat
+	case reflect.String:
+		return planString
+	}
+	return planUnsupported
 }
 
 // structFields fills in p's fields by encoding/json's rules: exported fields
@@ -317,12 +324,7 @@ func (b *planBuilder) structFields(p *typePlan) {
 					case "omitzero":
 						c.omitZero = true
 					case "string":
-						switch ft.Kind() {
-						case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-							reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
-							reflect.Float32, reflect.Float64, reflect.String:
-							c.quoted = true
-						}
+						c.quoted = scalarKind(ft.Kind()) != planUnsupported
 					}
 				}
 				atLevel = append(atLevel, c)
