@@ -127,7 +127,7 @@ type typedResult struct {
 // result fills in res with out, a value of t.out, and its text: text's
 // String() when set, else the JSON of out.
 func (t *typedTool) result(req *HandlerRequest, res *typedResult, out reflect.Value, text fmt.Stringer) (*ToolResult, error) {
-	if (out.Kind() == reflect.Pointer) && out.IsNil() {
+	if out.Kind() == reflect.Pointer && out.IsNil() {
 		req.logger().Error("typed tool returned a nil result", "tool", req.Name, "type", out.Type().String())
 		return nil, internalError()
 	}

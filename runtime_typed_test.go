@@ -323,6 +323,9 @@ func TestTypedEncodingMatchesMarshalJSON(t *testing.T) {
 		Any     any               `json:"any"`
 		Nested  map[string][]byte `json:"nested"`
 		Arr     [2]bool           `json:"arr"`
+		Zeroer  interface {
+			IsZero() bool
+		} `json:"zeroer,omitzero"`
 	}
 	yes := true
 	values := []any{

@@ -211,7 +211,7 @@ func isEmptyJSONValue(v reflect.Value) bool {
 func isZeroValue(v reflect.Value) bool {
 	type zeroer interface{ IsZero() bool }
 	if v.Type().Implements(reflect.TypeFor[zeroer]()) {
-		if v.Kind() == reflect.Pointer && v.IsNil() {
+		if (v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface) && v.IsNil() {
 			return true
 		}
 		return v.Interface().(zeroer).IsZero()
