@@ -14,7 +14,7 @@ import (
 	"time"
 )
 
-// Expected values, written out independently of catalog.go so that a typo
+// Expected values, written out independently of main_catalog.go so that a typo
 // there fails here.
 const (
 	catalogWantPNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
