@@ -474,23 +474,6 @@ func TestHandlerRequestFields(t *testing.T) {
 	}
 }
 
-func TestBind(t *testing.T) {
-	req := &HandlerRequest{Arguments: json.RawMessage(`{"text":"hi","n":3}`)}
-	var args struct {
-		Text string `json:"text"`
-		N    int    `json:"n"`
-	}
-	if err := req.Bind(&args); err != nil || args.Text != "hi" || args.N != 3 {
-		t.Fatalf("Bind = %v, %+v", err, args)
-	}
-	var wrong struct {
-		Text int `json:"text"`
-	}
-	if err := req.Bind(&wrong); err == nil || !strings.HasPrefix(err.Error(), "invalid arguments: ") {
-		t.Fatalf("Bind into a mismatched type = %v", err)
-	}
-}
-
 func TestParamsNotAnObject(t *testing.T) {
 	rt := newTestRuntime(t, testOptions())
 	wantError(t, dispatch(rt, newRequest("ping", `[1]`)), CodeInvalidParams, "Invalid params: params must be an object", "")
