@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -268,36 +269,72 @@ func integerRange(p *typePlan) (lo, hi string) {
 }
 
 // parseJSONInteger reads the validated number literal raw as a sign and a
-// magnitude. ok is false when its value is not an integer, or when a literal
-// written with a fraction or exponent exceeds 2^53 (where float64 stops being
-// exact); a plain digit run too large for uint64 saturates, which every range
-// check then refuses.
+// magnitude, exactly: ok is false when its value is not an integer, however
+// far into a fraction its first non-zero digit stands (1.000…0001 is not an
+// integer, 2.5e2 and 250.0 are). A magnitude too large for uint64 saturates,
+// which every range check then refuses. It reads each byte once.
 func parseJSONInteger(raw []byte) (neg bool, mag uint64, ok bool) {
-	digits := raw
-	if digits[0] == '-' {
-		neg, digits = true, digits[1:]
+	if raw[0] == '-' {
+		neg, raw = true, raw[1:]
 	}
-	plain := true
-	for _, c := range digits {
-		if !isJSONDigit(c) {
-			plain = false
-			break
+	mant, exp := raw, 0
+	if i := bytes.IndexAny(raw, "eE"); i >= 0 {
+		mant, exp = raw[:i], parseJSONExponent(raw[i+1:])
+	}
+	whole, frac := mant, []byte(nil)
+	if i := bytes.IndexByte(mant, '.'); i >= 0 {
+		whole, frac = mant[:i], mant[i+1:]
+	}
+	digit := func(k int) byte {
+		if k < len(whole) {
+			return whole[k] - '0'
 		}
-		d := uint64(c - '0')
-		if mag > (math.MaxUint64-d)/10 {
-			mag = math.MaxUint64
-		} else if mag != math.MaxUint64 {
-			mag = mag*10 + d
+		return frac[k-len(whole)] - '0'
+	}
+	// The decimal point stands before digit number point of whole+frac.
+	n, point := len(whole)+len(frac), len(whole)+exp
+	for k := max(point, 0); k < n; k++ {
+		if digit(k) != 0 {
+			return false, 0, false
 		}
 	}
-	if plain {
-		return neg, mag, true
+	for k := 0; k < min(point, n); k++ {
+		mag = appendDigit(mag, uint64(digit(k)))
 	}
-	f, err := strconv.ParseFloat(string(raw), 64)
-	if err != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
-		return false, 0, false
+	for k := n; k < point && mag != 0 && mag != math.MaxUint64; k++ {
+		mag = appendDigit(mag, 0)
 	}
-	return f < 0, uint64(math.Abs(f)), true
+	return neg, mag, true
+}
+
+// appendDigit returns mag*10+d, saturating at math.MaxUint64.
+func appendDigit(mag, d uint64) uint64 {
+	if mag > (math.MaxUint64-d)/10 {
+		return math.MaxUint64
+	}
+	return mag*10 + d
+}
+
+// parseJSONExponent reads a validated exponent (sign and digits), saturating
+// at ±1<<30, far beyond any digit count a line can hold.
+func parseJSONExponent(raw []byte) int {
+	neg := false
+	switch raw[0] {
+	case '-':
+		neg, raw = true, raw[1:]
+	case '+':
+		raw = raw[1:]
+	}
+	e := 0
+	for _, c := range raw {
+		if e < 1<<30 {
+			e = e*10 + int(c-'0')
+		}
+	}
+	if neg {
+		return -e
+	}
+	return e
 }
 
 // elements calls fn for each element of the validated array raw, with its

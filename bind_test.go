@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/netip"
 	"reflect"
 	"strings"
@@ -188,6 +189,9 @@ func TestBindErrors(t *testing.T) {
 	tests := []struct{ in, want string }{
 		{`{"ms":"5"}`, `Invalid arguments: "ms" must be an integer`},
 		{`{"ms":1.5}`, `Invalid arguments: "ms" must be an integer`},
+		{`{"ms":1.0000000000000000000000000000000000000001}`, `Invalid arguments: "ms" must be an integer`},
+		{`{"ms":12345678901234567891e-1}`, `Invalid arguments: "ms" must be an integer`},
+		{`{"ms":1e400}`, `Invalid arguments: "ms" must be an integer from -9223372036854775808 to 9223372036854775807`},
 		{`{"ms":true}`, `Invalid arguments: "ms" must be an integer`},
 		{`{"ms":99999999999999999999}`, `Invalid arguments: "ms" must be an integer from -9223372036854775808 to 9223372036854775807`},
 		{`{"u8":256}`, `Invalid arguments: "u8" must be an integer from 0 to 255`},
@@ -344,5 +348,40 @@ func TestBindFieldRules(t *testing.T) {
 	}
 	if fmt.Sprint(names[:4]) != "[promoted deep shadowed str]" {
 		t.Errorf("fields start %v, want encoding/json's order", names[:4])
+	}
+}
+
+func TestParseJSONIntegerIsExact(t *testing.T) {
+	tests := []struct {
+		in  string
+		neg bool
+		mag uint64
+		ok  bool
+	}{
+		{"0", false, 0, true},
+		{"-0", true, 0, true},
+		{"250", false, 250, true},
+		{"250.0", false, 250, true},
+		{"2.5e2", false, 250, true},
+		{"2.5E+2", false, 250, true},
+		{"25000e-2", false, 250, true},
+		{"-12.300e1", true, 123, true},
+		{"0.0000e999999999999999999", false, 0, true},
+		{"0e-5", false, 0, true},
+		{"9007199254740993.0", false, 9007199254740993, true}, // 2^53+1, not exact as a float64
+		{"18446744073709551615", false, math.MaxUint64, true},
+		{"1.8446744073709551616e19", false, math.MaxUint64, true}, // saturates
+		{"1e400", false, math.MaxUint64, true},
+		{"1.5", false, 0, false},
+		{"1.0000000000000000000000000000000000000001", false, 0, false},
+		{"12345678901234567891e-1", false, 0, false},
+		{"1e-400", false, 0, false},
+		{"-0.5e1", true, 5, true},
+	}
+	for _, tt := range tests {
+		neg, mag, ok := parseJSONInteger([]byte(tt.in))
+		if neg != tt.neg || mag != tt.mag || ok != tt.ok {
+			t.Errorf("parseJSONInteger(%s) = %v, %d, %v; want %v, %d, %v", tt.in, neg, mag, ok, tt.neg, tt.mag, tt.ok)
+		}
 	}
 }
