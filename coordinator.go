@@ -379,28 +379,35 @@ func (ex *execution) run(ctx context.Context) any {
 // serve is the body of run: it admits the message,
 // dispatches it and builds the frame to write.
 func (c *coordinator) serve(ctx context.Context, ex *execution) workResult {
-	req := &ex.req
-	ok, rpcErr := admit(req, ex.env, ex.id)
+	ex.peer = requestPeer{calls: c.t.calls, done: c.done, ex: ex}
+	return serveEnvelope(ctx, c.t.dispatcher, &ex.req, ex.env, ex.id, &ex.peer)
+}
+
+// serveEnvelope admits env, a decoded message whose canonical id is id,
+// into req, dispatches it to d with peer as the Peer of a request, and builds
+// the frame to write (nil for a notification). Every transport serves a
+// message through it.
+func serveEnvelope(ctx context.Context, d Dispatcher, req *Request, env envelope, id string, peer Peer) workResult {
+	ok, rpcErr := admit(req, env, id)
 	if rpcErr != nil {
-		return workResult{frame: errorFrame(ex.id, rpcErr)}
+		return workResult{frame: errorFrame(id, rpcErr)}
 	}
 	if !ok {
 		return workResult{}
 	}
 	if req.ID != nil {
-		ex.peer = requestPeer{calls: c.t.calls, done: c.done, ex: ex}
-		req.Peer = &ex.peer
+		req.Peer = peer
 	}
-	r := c.t.dispatcher.Dispatch(ctx, req)
+	r := d.Dispatch(ctx, req)
 	switch {
 	case req.ID == nil:
 		return workResult{}
 	case r.Error != nil:
-		return workResult{frame: errorFrame(ex.id, r.Error)}
+		return workResult{frame: errorFrame(id, r.Error)}
 	case r.Listen != nil:
 		return workResult{reply: r}
 	}
-	return workResult{frame: replyFrame(ex.id, &r), reply: r}
+	return workResult{frame: replyFrame(id, &r), reply: r}
 }
 
 func (c *coordinator) onOutcome(o Outcome) error {

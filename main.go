@@ -34,6 +34,8 @@ type config struct {
 	notificationMethods, protocols            []string
 	logLevel                                  slog.Level
 	cpuProfile, memProfile                    string
+	httpAddr, httpAddrFile                    string
+	keepAlive                                 time.Duration
 }
 
 // parseFlags parses args; the error has been reported on stderr already.
@@ -54,6 +56,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&level, "log-level", "info", "stderr diagnostics level: debug, info, warn, error")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the session to this file")
 	fs.StringVar(&c.memProfile, "memprofile", "", "write a heap profile to this file at the end of the session")
+	fs.StringVar(&c.httpAddr, "http", "", "serve Streamable HTTP on this address (e.g. :8080, which binds 127.0.0.1) instead of stdio")
+	fs.StringVar(&c.httpAddrFile, "http-addr-file", "", "with -http, write the bound host:port to this file once listening")
+	fs.DurationVar(&c.keepAlive, "http-keep-alive", DefaultKeepAlive, "with -http, period of keep-alive comments on long-lived SSE streams")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -83,6 +88,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if c.writeTimeout <= 0 {
 		return fail("-write-timeout must be positive, got %v", c.writeTimeout)
+	}
+	if c.keepAlive <= 0 {
+		return fail("-http-keep-alive must be positive, got %v", c.keepAlive)
 	}
 	if c.maxQueue < -1 {
 		return fail("-max-queue must not be negative, got %d", c.maxQueue)
@@ -126,6 +134,9 @@ func run(args []string, stdin, stdout, stderr *os.File) int {
 	if err := registerReferenceCatalog(rt); err != nil {
 		logger.Error("mcpstdio: building the catalog failed", "err", err)
 		return 1
+	}
+	if c.httpAddr != "" {
+		return serveHTTP(c, rt, logger, stderr)
 	}
 	out, err := isolateOutput(stdout, stderr)
 	if err != nil {
