@@ -501,17 +501,8 @@ func (c *coordinator) onEOF() {
 // written for it and its id can be reused by the very next line. Unknown ids
 // and malformed params are ignored.
 func (c *coordinator) onCancel(params []byte) {
-	raw, ok := lookupMember(params, "requestId")
+	id, ok := cancelledID(params)
 	if !ok {
-		return
-	}
-	if reason, ok := lookupMember(params, "reason"); ok {
-		if _, isString := decodeString(reason); !isString {
-			return
-		}
-	}
-	id, tracked := canonicalID(raw)
-	if !tracked {
 		return
 	}
 	if _, ok := c.subs[id]; ok {
@@ -524,6 +515,22 @@ func (c *coordinator) onCancel(params []byte) {
 	}
 	c.sub.cancelJob(&ex.job)
 	c.forget(ex)
+}
+
+// cancelledID returns the canonical id that the params of
+// notifications/cancelled name, or false when they are malformed (no
+// trackable requestId, or a reason that is not a string).
+func cancelledID(params []byte) (string, bool) {
+	raw, ok := lookupMember(params, "requestId")
+	if !ok {
+		return "", false
+	}
+	if reason, ok := lookupMember(params, "reason"); ok {
+		if _, isString := decodeString(reason); !isString {
+			return "", false
+		}
+	}
+	return canonicalID(raw)
 }
 
 // onPeerCall writes an application notification (Notify), or a running

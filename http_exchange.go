@@ -116,6 +116,14 @@ func (h *HTTPHandler) runExchange(w http.ResponseWriter, r *http.Request, x *htt
 		case <-ended:
 			x.sub.cancelJob(&x.job)
 			ended = nil
+		case <-h.executor.Done():
+			// Closed under us: no outcome will arrive.
+			if x.expectsAnswer() {
+				x.respond(errorFrame(x.msg.id, errWorkerFailed))
+			} else {
+				httpError(w, http.StatusServiceUnavailable, errWorkerFailed.Message)
+			}
+			return
 		}
 	}
 }
@@ -144,6 +152,10 @@ func (x *httpExchange) onOutcome(w http.ResponseWriter, r *http.Request, o Outco
 		if x.sess != nil && res.reply.Error == nil && frameErrorCode(res.frame) == 0 {
 			x.sess.applyReply(res.reply)
 			if x.initializes && res.reply.Initialized != nil && !x.register() {
+				if !x.sse.started {
+					writeJSONFrame(w, http.StatusServiceUnavailable, errorFrame(x.msg.id, errSessionCapacity))
+					return
+				}
 				x.respond(errorFrame(x.msg.id, errSessionCapacity))
 				return
 			}

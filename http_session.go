@@ -160,12 +160,8 @@ func (s *httpSession) untrack(x *httpExchange) {
 // cancel handles notifications/cancelled: the named running request is
 // cancelled; unknown ids, initialize and malformed params are ignored.
 func (s *httpSession) cancel(params []byte) {
-	raw, ok := lookupMember(params, "requestId")
+	id, ok := cancelledID(params)
 	if !ok {
-		return
-	}
-	id, tracked := canonicalID(raw)
-	if !tracked {
 		return
 	}
 	s.mu.Lock()

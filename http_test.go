@@ -572,3 +572,145 @@ func TestNewHTTPHandlerValidatesOptions(t *testing.T) {
 		t.Error("NewHTTPHandler(nil) succeeded")
 	}
 }
+
+func TestHTTPLegacyStreamResumesAfterLastEventID(t *testing.T) {
+	rt := newTestRuntime(t, testOptions())
+	proceed := make(chan struct{})
+	if err := rt.AddTool(Tool{Name: "steps"}, func(ctx context.Context, req *HandlerRequest) (*ToolResult, error) {
+		if err := req.ReportProgress(ctx, Progress{Progress: 1}); err != nil {
+			return nil, err
+		}
+		<-proceed
+		if err := req.ReportProgress(ctx, Progress{Progress: 2}); err != nil {
+			return nil, err
+		}
+		return TextResult("all steps done"), nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	s := newHTTPTestServer(t, rt, HTTPOptions{})
+	h := s.legacySession(ProtocolVersion20251125, `{}`)
+	ctx, cancel := context.WithCancel(context.Background())
+	resp := s.do(ctx, http.MethodPost, h, `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"steps","_meta":{"progressToken":"t"}}}`)
+	events := newSSEReader(t, resp)
+	priming, err := events.next()
+	if err != nil || priming.id == "" || priming.data != "" || !priming.retry {
+		t.Fatalf("first event %+v (%v), want the priming event", priming, err)
+	}
+	first, err := events.next()
+	if err != nil || first.id == "" || !strings.Contains(first.data, `"progress":1`) {
+		t.Fatalf("second event %+v (%v), want progress 1 with an id", first, err)
+	}
+	cancel() // the client loses the connection; the request runs on
+	resp.Body.Close()
+	close(proceed)
+
+	resumed := s.do(context.Background(), http.MethodGet, map[string]string{
+		headerSessionID: h[headerSessionID], "Accept": "text/event-stream", headerLastEventID: first.id,
+	}, "")
+	defer resumed.Body.Close()
+	if resumed.StatusCode != 200 {
+		t.Fatalf("GET with Last-Event-ID: status %d", resumed.StatusCode)
+	}
+	replay := newSSEReader(t, resumed)
+	if ev, err := replay.next(); err != nil || !strings.Contains(ev.data, `"progress":2`) || ev.id == "" || ev.id == first.id {
+		t.Fatalf("first replayed event %+v (%v), want progress 2 with a new id", ev, err)
+	}
+	if ev, err := replay.next(); err != nil || !strings.Contains(ev.data, `"id":9,"result"`) || !strings.Contains(ev.data, "all steps done") {
+		t.Fatalf("second replayed event %+v (%v), want the result", ev, err)
+	}
+	if _, err := replay.next(); err != io.EOF {
+		t.Fatalf("after the result: %v, want the end of the resumed stream", err)
+	}
+	bad := s.do(context.Background(), http.MethodGet, map[string]string{
+		headerSessionID: h[headerSessionID], "Accept": "text/event-stream", headerLastEventID: "999-1",
+	}, "")
+	if readBody(t, bad); bad.StatusCode != http.StatusBadRequest {
+		t.Fatalf("GET with an unknown Last-Event-ID: status %d, want 400", bad.StatusCode)
+	}
+}
+
+func TestHTTPListenStream(t *testing.T) {
+	s := newHTTPTestServer(t, nil, HTTPOptions{MaxSubscriptions: 1})
+	listen := `{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},` + meta2026 + `}}`
+	resp := s.post(stateless("subscriptions/listen", ""), listen)
+	defer resp.Body.Close()
+	events := newSSEReader(t, resp)
+	if got := events.nextMessage(); !strings.Contains(got, "notifications/subscriptions/acknowledged") || !strings.Contains(got, `"io.modelcontextprotocol/subscriptionId":"L"`) {
+		t.Fatalf("first event %s, want the acknowledgement", got)
+	}
+	second := s.post(stateless("subscriptions/listen", ""), strings.Replace(listen, `"L"`, `"M"`, 1))
+	if body := readBody(t, second); second.StatusCode != http.StatusInternalServerError || !strings.Contains(body, "subscription capacity") {
+		t.Fatalf("a listen stream beyond MaxSubscriptions: status %d, body %s", second.StatusCode, body)
+	}
+	if err := s.rt.AddTool(Tool{Name: "late"}, func(context.Context, *HandlerRequest) (*ToolResult, error) { return TextResult(""), nil }); err != nil {
+		t.Fatal(err)
+	}
+	if got := events.nextMessage(); !strings.Contains(got, "notifications/tools/list_changed") || !strings.Contains(got, `subscriptionId":"L"`) {
+		t.Fatalf("event %s, want the tagged tools/list_changed", got)
+	}
+	s.h.CloseStreams()
+	if _, err := events.next(); err == nil {
+		t.Fatal("the listen stream is still open after CloseStreams")
+	}
+}
+
+func TestHTTPGetStreamKeepAlive(t *testing.T) {
+	s := newHTTPTestServer(t, nil, HTTPOptions{KeepAlive: time.Millisecond})
+	h := s.legacySession(ProtocolVersion20250618, `{}`)
+	resp := s.do(context.Background(), http.MethodGet, map[string]string{headerSessionID: h[headerSessionID], "Accept": "text/event-stream"}, "")
+	defer resp.Body.Close()
+	r := bufio.NewReader(resp.Body)
+	line, err := r.ReadString('\n')
+	if err != nil || line != ": keep-alive\n" {
+		t.Fatalf("first line %q (%v), want a keep-alive comment", line, err)
+	}
+}
+
+func TestHTTPSessionLimits(t *testing.T) {
+	s := newHTTPTestServer(t, nil, HTTPOptions{MaxSessions: 1})
+	s.legacySession(ProtocolVersion20251125, `{}`)
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	resp := s.post(nil, init)
+	if body := readBody(t, resp); resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get(headerSessionID) != "" {
+		t.Fatalf("initialize beyond MaxSessions: status %d, session %q, body %s; want 503 and no session", resp.StatusCode, resp.Header.Get(headerSessionID), body)
+	}
+
+	idle := newHTTPTestServer(t, nil, HTTPOptions{MaxSessions: 1, SessionIdleTimeout: time.Nanosecond})
+	resp = idle.post(nil, init)
+	readBody(t, resp)
+	id := resp.Header.Get(headerSessionID)
+	if resp.StatusCode != 200 || id == "" {
+		t.Fatalf("initialize: status %d, session %q", resp.StatusCode, id)
+	}
+	resp = idle.post(map[string]string{headerSessionID: id}, `{"jsonrpc":"2.0","id":2,"method":"ping"}`)
+	if readBody(t, resp); resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("a request to an expired session: status %d, want 404", resp.StatusCode)
+	}
+	resp = idle.post(nil, init)
+	if readBody(t, resp); resp.StatusCode != 200 || resp.Header.Get(headerSessionID) == "" {
+		t.Fatalf("initialize after the only session expired: status %d, want a new session", resp.StatusCode)
+	}
+}
+
+func TestHTTPExecutorClosedAnswersRunningRequest(t *testing.T) {
+	rt := newTestRuntime(t, testOptions())
+	started := make(chan struct{})
+	if err := rt.AddTool(Tool{Name: "block"}, func(ctx context.Context, _ *HandlerRequest) (*ToolResult, error) {
+		close(started)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	e := newTestExecutor(t, ExecutorOptions{})
+	s := newHTTPTestServer(t, rt, HTTPOptions{Executor: e})
+	go func() {
+		<-started
+		e.Close()
+	}()
+	resp := s.post(stateless("tools/call", "block"), `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"block",`+meta2026+`}}`)
+	if body := readBody(t, resp); resp.StatusCode != http.StatusInternalServerError || !strings.Contains(body, "Request worker failed") {
+		t.Fatalf("status %d, body %s; want 500 Request worker failed", resp.StatusCode, body)
+	}
+}
