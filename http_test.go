@@ -714,3 +714,28 @@ func TestHTTPExecutorClosedAnswersRunningRequest(t *testing.T) {
 		t.Fatalf("status %d, body %s; want 500 Request worker failed", resp.StatusCode, body)
 	}
 }
+
+func TestHTTPResourceSubscriptionsAreSessions(t *testing.T) {
+	s := newHTTPTestServer(t, nil, HTTPOptions{})
+	subscribed, other := s.legacySession(ProtocolVersion20250618, `{}`), s.legacySession(ProtocolVersion20250618, `{}`)
+	resp := s.post(subscribed, `{"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":"test://static-text"}}`)
+	if body := readBody(t, resp); resp.StatusCode != 200 || !strings.Contains(body, `"result":{}`) {
+		t.Fatalf("resources/subscribe: %d %s", resp.StatusCode, body)
+	}
+	open := func(h map[string]string) *sseReader {
+		resp := s.do(context.Background(), http.MethodGet, map[string]string{headerSessionID: h[headerSessionID], "Accept": "text/event-stream"}, "")
+		t.Cleanup(func() { resp.Body.Close() })
+		return newSSEReader(t, resp)
+	}
+	a, b := open(subscribed), open(other)
+	s.rt.NotifyResourceUpdated("test://static-text")
+	s.rt.AnnounceListChanged(ToolsChanged)
+	if got := a.nextMessage(); got != `{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"test://static-text"}}` {
+		t.Fatalf("subscribed session: %s, want resources/updated", got)
+	}
+	for name, events := range map[string]*sseReader{"subscribed": a, "other": b} {
+		if got := events.nextMessage(); got != `{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}` {
+			t.Fatalf("%s session: %s, want tools/list_changed (and no update before it)", name, got)
+		}
+	}
+}

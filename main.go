@@ -35,13 +35,14 @@ type config struct {
 	logLevel                                  slog.Level
 	cpuProfile, memProfile                    string
 	httpAddr, httpAddrFile                    string
+	allowedHosts, allowedOrigins              []string
 	keepAlive                                 time.Duration
 }
 
 // parseFlags parses args; the error has been reported on stderr already.
 func parseFlags(args []string, stderr io.Writer) (config, error) {
 	var c config
-	var methods, protocols, level string
+	var methods, protocols, level, hosts, origins string
 	fs := flag.NewFlagSet("mcpstdio", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.DurationVar(&c.writeTimeout, "write-timeout", DefaultWriteTimeout, "limit of one write to stdout; a timed-out write ends the connection")
@@ -58,6 +59,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.memProfile, "memprofile", "", "write a heap profile to this file at the end of the session")
 	fs.StringVar(&c.httpAddr, "http", "", "serve Streamable HTTP on this address (e.g. :8080, which binds 127.0.0.1) instead of stdio")
 	fs.StringVar(&c.httpAddrFile, "http-addr-file", "", "with -http, write the bound host:port to this file once listening")
+	fs.StringVar(&hosts, "http-allowed-hosts", "", "with -http, comma-separated Host header values accepted besides loopback names and the -http host")
+	fs.StringVar(&origins, "http-allowed-origins", "", "with -http, comma-separated Origin values (scheme://host[:port]) accepted besides loopback origins")
 	fs.DurationVar(&c.keepAlive, "http-keep-alive", DefaultKeepAlive, "with -http, period of keep-alive comments on long-lived SSE streams")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -75,6 +78,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	c.notificationMethods = splitList(methods)
 	c.protocols = splitList(protocols)
+	c.allowedHosts, c.allowedOrigins = splitList(hosts), splitList(origins)
 	if c.notifyEvery > 0 && len(c.notificationMethods) == 0 {
 		return fail("-notify-every needs -notification-methods")
 	}

@@ -34,7 +34,7 @@ func serveHTTP(c config, rt *Runtime, logger *slog.Logger, stderr io.Writer) int
 		logger.Error("mcpstdio: building the catalog failed", "err", err)
 		return 1
 	}
-	var allowed []string
+	allowed := c.allowedHosts
 	if !isLoopbackHost(host) {
 		allowed = append(allowed, host)
 	}
@@ -46,6 +46,7 @@ func serveHTTP(c config, rt *Runtime, logger *slog.Logger, stderr io.Writer) int
 		MaxQueue:         c.maxQueue,
 		KeepAlive:        c.keepAlive,
 		AllowedHosts:     allowed,
+		AllowedOrigins:   c.allowedOrigins,
 		Logger:           logger,
 	})
 	if err != nil {

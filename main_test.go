@@ -288,6 +288,9 @@ func TestBinaryBadFlags(t *testing.T) {
 		{"-write-timeout", "-1s"},
 		{"-notify-every", "1s"},
 		{"-log-level", "loud"},
+		{"-http", "no-port"},
+		{"-http", ":0", "-http-keep-alive", "0s"},
+		{"-http", ":0", "-http-allowed-origins", "example.com"},
 	} {
 		cmd := exec.Command(serverBinary(t), args...)
 		var stderr strings.Builder
