@@ -40,11 +40,14 @@ func TestMain(m *testing.M) {
 		runBaseline(os.Stdin, os.Stdout)
 		os.Exit(0)
 	case os.Getenv(floorEnv) != "":
-		out, err := isolateOutput(os.Stdout, os.Stderr)
+		out, restoreOutput, err := isolateOutput(os.Stdout, os.Stderr)
 		if err != nil {
 			os.Exit(1)
 		}
-		runPipelineFloor(pollableInput(os.Stdin), out, os.Getenv(floorEnv) == "direct")
+		in, restoreInput := pollableInput(os.Stdin)
+		runPipelineFloor(in, out, os.Getenv(floorEnv) == "direct")
+		restoreInput()
+		restoreOutput()
 		os.Exit(0)
 	}
 	os.Exit(m.Run())

@@ -24,7 +24,8 @@ type inbound struct {
 
 // linesBuffer is how many decoded lines the reading goroutine may hand over
 // ahead of the coordinator, so that under load the coordinator takes several
-// lines per wake-up instead of one.
+// lines per wake-up instead of one. It also bounds how many messages are
+// held behind an initialize (see coordinator.held).
 const linesBuffer = 16
 
 // execution is an admitted message the coordinator waits for. It is also
@@ -39,6 +40,9 @@ type execution struct {
 	// live is true from its admission until it is answered, cancelled or
 	// timed out.
 	live bool
+	// gates is set on an admitted initialize request: until its outcome is
+	// recorded, later messages are held (see coordinator.held).
+	gates bool
 	// outgoing are the ids of its server-to-client requests still waiting.
 	outgoing []string
 
@@ -100,6 +104,7 @@ type coordinator struct {
 	writer *frameWriter
 
 	lines     chan inbound  // from the reading goroutine; nil after end of input
+	ahead     *lookahead    // shared with the reading goroutine
 	done      chan struct{} // closed at shutdown: no goroutine waits on the coordinator after it
 	changes   *changeBox    // from the dispatcher, when it is a ChangeSource
 	stopWatch func()
@@ -117,6 +122,16 @@ type coordinator struct {
 	byID      map[string]*execution
 	untracked map[ExecutionRef]*execution
 
+	// Messages that arrived while an initialize was admitted and not
+	// finished (initializing > 0), oldest first, with the sum of their line
+	// lengths. They are submitted, in order, once the initialize's outcome is
+	// recorded, so that they select their dialect with it; until then their
+	// ids count as in flight. Input is not taken while the queue is full
+	// (holdFull).
+	held         []*execution
+	heldBytes    int
+	initializing int // admitted initialize requests not finished
+
 	outgoing    map[string]*outgoingRequest // server-to-client requests by canonical id
 	outgoingSeq uint64
 	subs        map[string]*subscription // open listen streams by canonical id
@@ -131,6 +146,7 @@ func newCoordinator(ctx context.Context, t *Transport) *coordinator {
 		sub:         t.executor.NewSubmitter(),
 		writer:      newFrameWriter(t.opts.Output, t.opts.WriteTimeout),
 		lines:       make(chan inbound, linesBuffer),
+		ahead:       &lookahead{room: make(chan struct{}, 1)},
 		done:        make(chan struct{}),
 		stopWatch:   func() {},
 		byID:        make(map[string]*execution),
@@ -146,13 +162,14 @@ func newCoordinator(ctx context.Context, t *Transport) *coordinator {
 		c.changes = newChangeBox()
 		c.stopWatch = src.WatchChanges(c.changes.put)
 	}
-	go readLines(newLineReader(t.opts.Input, t.opts.MaxLineBytes, defaultReadChunk), c.lines, c.done)
+	go readLines(newLineReader(t.opts.Input, t.opts.MaxLineBytes, defaultReadChunk), c.lines, c.ahead, c.done)
 	return c
 }
 
 // readLines reads and decodes lines until the end of input or a read error,
-// sending one inbound per event. It returns early once stop is closed.
-func readLines(lr *lineReader, out chan<- inbound, stop <-chan struct{}) {
+// sending one inbound per event, and waits for room in ahead after a long
+// line that filled it. It returns early once stop is closed.
+func readLines(lr *lineReader, out chan<- inbound, ahead *lookahead, stop <-chan struct{}) {
 	for {
 		var in inbound
 		line, err := lr.next()
@@ -167,6 +184,7 @@ func readLines(lr *lineReader, out chan<- inbound, stop <-chan struct{}) {
 		default:
 			in.readErr = err
 		}
+		wait := ahead.reserve(len(in.line))
 		select {
 		case out <- in:
 		case <-stop:
@@ -174,6 +192,13 @@ func readLines(lr *lineReader, out chan<- inbound, stop <-chan struct{}) {
 		}
 		if in.eof || in.readErr != nil {
 			return
+		}
+		for wait && ahead.full() {
+			select {
+			case <-ahead.room:
+			case <-stop:
+				return
+			}
 		}
 	}
 }
@@ -192,7 +217,7 @@ func (c *coordinator) run() error {
 		}
 		var err error
 		select {
-		case in := <-c.lines:
+		case in := <-c.input():
 			err = c.onInbound(in)
 		case o := <-c.sub.Outcomes():
 			err = c.onOutcome(o)
@@ -234,7 +259,7 @@ func (c *coordinator) poll() (bool, error) {
 		select {
 		case o := <-c.sub.Outcomes():
 			return true, c.onOutcome(o)
-		case in := <-c.lines:
+		case in := <-c.input():
 			return true, c.onInbound(in)
 		case event := <-c.writer.pending():
 			return true, c.outputFailed(c.writer.handle(event))
@@ -286,6 +311,7 @@ func (c *coordinator) outputFailed(err error) error {
 }
 
 func (c *coordinator) onInbound(in inbound) error {
+	c.ahead.taken(len(in.line))
 	switch {
 	case in.tooLong:
 		return c.write(errorFrame("", errLineLimit(c.t.opts.MaxLineBytes)))
@@ -300,12 +326,13 @@ func (c *coordinator) onInbound(in inbound) error {
 		c.log.Debug("mcpstdio: unparsable line", "err", in.parseErr)
 		return c.write(errorFrame("", errParseFrame))
 	}
-	return c.onMessage(in.env)
+	return c.onMessage(in.env, len(in.line))
 }
 
 // onMessage runs steps 3 to 7 of the per-line pipeline (SPEC §4) for a line
-// that decoded.
-func (c *coordinator) onMessage(env envelope) error {
+// of size bytes that decoded. While an initialize is in flight the message
+// is held instead of submitted (see coordinator.held).
+func (c *coordinator) onMessage(env envelope, size int) error {
 	if env.kind == kindObject && env.method == nil && (env.result != nil || env.errorV != nil) {
 		c.onClientResponse(env)
 		return nil
@@ -330,41 +357,58 @@ func (c *coordinator) onMessage(env envelope) error {
 	ex := c.newExecution()
 	ex.c, ex.id, ex.method, ex.request = c, id, method, !isNotification
 	ex.env = env
+	ex.job.key, ex.job.work, ex.job.size = id, ex, size
+	if c.initializing > 0 {
+		c.held = append(c.held, ex)
+		c.heldBytes += size
+		return nil
+	}
+	return c.submit(ex)
+}
+
+// submit hands ex to the executor with the connection's session and header
+// as they are now, and tracks it; over capacity it is answered (a request)
+// or dropped (a notification).
+func (c *coordinator) submit(ex *execution) error {
 	ex.req.Session, ex.req.Header = c.session, c.header
-	ex.job.key, ex.job.work = id, ex
 	ref, err := c.sub.submit(&ex.job, c.t.opts.RequestTimeout)
 	switch {
 	case errors.Is(err, ErrOverloaded):
 		if !ex.request {
 			return nil
 		}
-		return c.write(errorFrame(id, errCapacity))
+		return c.write(errorFrame(ex.id, errCapacity))
 	case err != nil: // the executor closed under us
 		if ex.request {
-			if werr := c.writeAndWait(errorFrame(id, errWorkerFailed)); werr != nil {
+			if werr := c.writeAndWait(errorFrame(ex.id, errWorkerFailed)); werr != nil {
 				return werr
 			}
 		}
 		return ErrExecutorClosed
 	}
 	ex.live = true
-	if id != "" {
-		c.byID[id] = ex
+	if ex.id != "" {
+		c.byID[ex.id] = ex
 	} else {
 		c.untracked[ref] = ex
+	}
+	if ex.request && ex.method == "initialize" {
+		ex.gates = true
+		c.initializing++
 	}
 	return nil
 }
 
-// pending counts the executions admitted and not yet answered.
-func (c *coordinator) pending() int { return len(c.byID) + len(c.untracked) }
+// pending counts the executions admitted and not yet answered, and the
+// messages held.
+func (c *coordinator) pending() int { return len(c.byID) + len(c.untracked) + len(c.held) }
 
-// inFlight reports whether id names a running request or an open
+// inFlight reports whether id names a running or held request or an open
 // subscription.
 func (c *coordinator) inFlight(id string) bool {
 	_, running := c.byID[id]
 	_, listening := c.subs[id]
-	return running || listening
+	return running || listening || len(c.held) > 0 && c.heldIndex(id) >= 0
 }
 
 // run is the job's work: it validates the envelope and dispatches the
@@ -423,11 +467,28 @@ func (c *coordinator) onOutcome(o Outcome) error {
 		return nil // cancelled: its key was freed and its answer is never written
 	}
 	c.forget(ex)
+	err := c.settle(ex, o)
+	if ex.gates && err == nil {
+		// The initialize's outcome is recorded (a success set the session
+		// and header): what arrived behind it can select its dialect now.
+		return c.releaseHeld()
+	}
+	return err
+}
+
+// settle records what the outcome o of ex changes on the connection and
+// writes its answer, if any.
+func (c *coordinator) settle(ex *execution, o Outcome) error {
 	switch o.Kind {
 	case OutcomeCompleted:
 		res := ex.result
 		if res.reply.Listen != nil {
 			return c.openSubscription(ex.id, res.reply.Listen)
+		}
+		if res.reply.Subscribe != "" {
+			if rpcErr := c.admitSubscribe(res.reply.Subscribe); rpcErr != nil {
+				return c.write(errorFrame(ex.id, rpcErr))
+			}
 		}
 		c.applyReply(res.reply)
 		if res.frame == nil {
@@ -468,10 +529,32 @@ func (c *coordinator) applyReply(r Reply) {
 	}
 }
 
+// subscriptions counts what MaxSubscriptions bounds: open listen streams and
+// URIs subscribed with resources/subscribe, in one budget, since both are
+// state the connection keeps for the client until it lets go.
+func (c *coordinator) subscriptions() int { return len(c.subs) + len(c.resourceSub) }
+
+// admitSubscribe decides a successful resources/subscribe of uri here, where
+// the count is known (the worker that answered could not know it): nil when
+// uri is subscribed already (it does not count twice) or fits, otherwise the
+// -32602 that is written instead of the dispatcher's success.
+func (c *coordinator) admitSubscribe(uri string) *RPCError {
+	if err := subscriptionURIError(uri); err != nil {
+		return err
+	}
+	if c.resourceSub[uri] || c.subscriptions() < c.t.opts.MaxSubscriptions {
+		return nil
+	}
+	return errSubscriptionLimit(c.t.opts.MaxSubscriptions)
+}
+
 // forget drops a finished, cancelled or timed-out execution: its id is free
 // and its server-to-client requests still waiting fail at once.
 func (c *coordinator) forget(ex *execution) {
 	ex.live = false
+	if ex.gates {
+		c.initializing--
+	}
 	if ex.id != "" {
 		delete(c.byID, ex.id)
 	} else {
@@ -507,6 +590,12 @@ func (c *coordinator) onCancel(params []byte) {
 	}
 	if _, ok := c.subs[id]; ok {
 		delete(c.subs, id)
+		return
+	}
+	if i := c.heldIndex(id); i >= 0 {
+		if c.held[i].method != "initialize" {
+			c.dropHeld(i)
+		}
 		return
 	}
 	ex, ok := c.byID[id]
@@ -580,7 +669,7 @@ func (c *coordinator) onClientResponse(env envelope) {
 // openSubscription turns a listen request into an open stream and
 // acknowledges it, or refuses it over MaxSubscriptions.
 func (c *coordinator) openSubscription(id string, filter *ListenFilter) error {
-	if len(c.subs) >= c.t.opts.MaxSubscriptions {
+	if c.subscriptions() >= c.t.opts.MaxSubscriptions {
 		return c.write(errorFrame(id, errSubscriptionCapacity))
 	}
 	if c.lines == nil {
@@ -677,6 +766,7 @@ func (c *coordinator) endSubscriptions() error {
 // failed" and ends the connection.
 func (c *coordinator) onExecutorClosed() error {
 	pending := slices.AppendSeq(slices.Collect(maps.Values(c.byID)), maps.Values(c.untracked))
+	pending = append(pending, c.held...)
 	c.log.Error("mcpstdio: executor closed with requests pending", "pending", len(pending))
 	for _, ex := range pending {
 		if !ex.request {

@@ -26,24 +26,51 @@ const kindCount = int(listResourceTemplates) + 1
 const (
 	cursorPayloadBytes = 1 + 8 + 8 // kind, generation, offset
 	cursorTagBytes     = 16        // truncated HMAC-SHA256
-	cursorKeyBytes     = 32
 )
+
+// cursorDomain names the cursor key derived from a shared state key, and the
+// cursor format version.
+const cursorDomain = "mcpstdio cursor v1"
 
 // cursorCodec issues and checks opaque pagination cursors: base64url of
 // (list kind, catalog generation, offset) followed by a truncated
-// HMAC-SHA256 tag under a random per-runtime key. Its key is set once at
-// construction; it is safe for concurrent use.
+// HMAC-SHA256 tag. Its key is set once at construction; it is safe for
+// concurrent use.
 type cursorCodec struct {
 	key []byte
 }
 
-// newCursorCodec draws a fresh key from crypto/rand.
-func newCursorCodec() (cursorCodec, error) {
-	key := make([]byte, cursorKeyBytes)
-	if _, err := rand.Read(key); err != nil {
-		return cursorCodec{}, fmt.Errorf("drawing the cursor key: %w", err)
+// newCursorCodec returns a codec whose key is derived from stateKey (see
+// codecKey): nil draws a fresh random key, so only this codec accepts its
+// cursors.
+func newCursorCodec(stateKey []byte) (cursorCodec, error) {
+	key, err := codecKey(stateKey, cursorDomain)
+	if err != nil {
+		return cursorCodec{}, err
 	}
 	return cursorCodec{key: key}, nil
+}
+
+// minStateKeyBytes is the shortest RuntimeOptions.StateKey accepted: as
+// long as the HMAC-SHA256 keys derived from it.
+const minStateKeyBytes = 32
+
+// codecKey returns the HMAC-SHA256 key of the codec named by domain. With a
+// shared state key it is HMAC-SHA256(stateKey, domain), so every Runtime
+// given the same state key derives the same key, and codecs of different
+// domains never share one. With a nil state key it is minStateKeyBytes
+// fresh bytes from crypto/rand.
+func codecKey(stateKey []byte, domain string) ([]byte, error) {
+	if stateKey == nil {
+		key := make([]byte, minStateKeyBytes)
+		if _, err := rand.Read(key); err != nil {
+			return nil, fmt.Errorf("drawing the %q key: %w", domain, err)
+		}
+		return key, nil
+	}
+	mac := hmac.New(sha256.New, stateKey)
+	mac.Write([]byte(domain))
+	return mac.Sum(nil), nil
 }
 
 func (cc cursorCodec) encode(kind listKind, generation uint64, offset int) string {

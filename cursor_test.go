@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"encoding/base64"
+	"fmt"
 	"testing"
 )
 
 func TestCursorRoundTrip(t *testing.T) {
-	cc, err := newCursorCodec()
+	cc, err := newCursorCodec(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +45,7 @@ func TestCursorRoundTrip(t *testing.T) {
 			t.Errorf("cursor with byte %d flipped accepted", i)
 		}
 	}
-	other, err := newCursorCodec()
+	other, err := newCursorCodec(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +55,7 @@ func TestCursorRoundTrip(t *testing.T) {
 }
 
 func TestPaginate(t *testing.T) {
-	cc, err := newCursorCodec()
+	cc, err := newCursorCodec(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,5 +77,76 @@ func TestPaginate(t *testing.T) {
 	}
 	if page, next, rerr := paginate(cc, listTools, []int{}, 0, "", 2); rerr != nil || len(page) != 0 || next != "" {
 		t.Fatalf("empty list: %v %q %v", page, next, rerr)
+	}
+}
+
+// stateKey returns a 32-byte state key filled with b.
+func stateKey(b byte) []byte { return bytes.Repeat([]byte{b}, minStateKeyBytes) }
+
+// Runtimes given the same StateKey accept each other's cursors: a client
+// may page through tools/list across replicas. A different key, or none,
+// refuses them.
+func TestCursorAcrossReplicas(t *testing.T) {
+	replica := func(key []byte) *Runtime {
+		opts := testOptions()
+		opts.PageSize, opts.StateKey = 2, key
+		rt := newTestRuntime(t, opts)
+		for _, name := range []string{"a", "b", "c"} {
+			mustAddTool(t, rt, Tool{Name: name}, echoTool(name))
+		}
+		return rt
+	}
+	tests := []struct {
+		name         string
+		issuer, user []byte
+		accepted     bool
+	}{
+		{"same key", stateKey(1), stateKey(1), true},
+		{"same key, longer than 32 bytes", bytes.Repeat([]byte("k"), 100), bytes.Repeat([]byte("k"), 100), true},
+		{"different keys", stateKey(1), stateKey(2), false},
+		{"issuer has no key", nil, stateKey(1), false},
+		{"user has no key", stateKey(1), nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var first struct{ NextCursor string }
+			decodeResult(t, dispatch(replica(tt.issuer), statelessRequest("tools/list", "")), &first)
+			if first.NextCursor == "" {
+				t.Fatal("no nextCursor on the first page of three tools at two a page")
+			}
+			reply := dispatch(replica(tt.user), statelessRequest("tools/list", fmt.Sprintf(`{"cursor":%q}`, first.NextCursor)))
+			if !tt.accepted {
+				wantError(t, reply, CodeInvalidParams, "Invalid cursor", "")
+				return
+			}
+			var second struct{ Tools []Tool }
+			decodeResult(t, reply, &second)
+			if len(second.Tools) != 1 || second.Tools[0].Name != "c" {
+				t.Fatalf("second page %+v, want tool c", second.Tools)
+			}
+		})
+	}
+}
+
+// The cursor and requestState keys derived from one state key differ, so a
+// tag of one kind never verifies as the other.
+func TestCodecKeysFromStateKey(t *testing.T) {
+	cc, err := newCursorCodec(stateKey(7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := newRequestStateCodec(stateKey(7), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := newCursorCodec(stateKey(7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(cc.key, again.key) || len(cc.key) != 32 {
+		t.Fatalf("cursor keys from one state key: %x and %x", cc.key, again.key)
+	}
+	if bytes.Equal(cc.key, sc.key) || bytes.Equal(cc.key, stateKey(7)) {
+		t.Fatalf("cursor key %x, requestState key %x: want distinct keys, neither the state key", cc.key, sc.key)
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log"
 	"os"
 	"strings"
@@ -17,7 +18,9 @@ func Example() {
 	textArg := json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`)
 	rt.AddTool(Tool{Name: "upper", Description: "Upper-cases text", InputSchema: textArg},
 		func(ctx context.Context, req *HandlerRequest) (*ToolResult, error) {
-			var args struct{ Text string }
+			var args struct {
+				Text string `json:"text"`
+			}
 			if err := req.Bind(&args); err != nil {
 				return nil, err // the client sees an isError result
 			}
@@ -25,7 +28,9 @@ func Example() {
 		})
 	rt.AddTool(Tool{Name: "count", Description: "Counts the words of text", InputSchema: textArg},
 		func(ctx context.Context, req *HandlerRequest) (*ToolResult, error) {
-			var args struct{ Text string }
+			var args struct {
+				Text string `json:"text"`
+			}
 			if err := req.Bind(&args); err != nil {
 				return nil, err
 			}
@@ -42,4 +47,40 @@ func Example() {
 		log.Fatal(err)
 	}
 	// Output: {"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"HI"}],"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"notes","version":"1.0.0"}}}}
+}
+
+// A typed tool: the schemas come from the Go types, the arguments arrive
+// bound and checked, and the result is structured content with a text copy.
+func ExampleAddTypedTool() {
+	rt, err := NewRuntime(RuntimeOptions{ServerInfo: Implementation{Name: "demo", Version: "1.0"}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	type sumIn struct {
+		Numbers []float64 `json:"numbers" jsonschema:"The numbers to add"`
+	}
+	type sumOut struct {
+		Sum float64 `json:"sum"`
+	}
+	err = AddTypedTool(rt, Tool{Name: "sum", Description: "Adds numbers"},
+		func(ctx context.Context, req *HandlerRequest, in sumIn) (sumOut, error) {
+			var out sumOut
+			for _, n := range in.Numbers {
+				out.Sum += n
+			}
+			return out, nil
+		})
+	if err != nil {
+		log.Fatal(err)
+	}
+	call := func(args string) {
+		reply := rt.Dispatch(context.Background(), &Request{Method: "tools/call", ID: json.RawMessage(`1`),
+			Params: json.RawMessage(`{"name":"sum","arguments":` + args + `,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}`)})
+		fmt.Println(string(reply.Result))
+	}
+	call(`{"numbers":[1,2.5]}`)
+	call(`{"numbers":[1,"2"]}`)
+	// Output:
+	// {"content":[{"type":"text","text":"{\"sum\":3.5}"}],"structuredContent":{"sum":3.5},"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"demo","version":"1.0"}}}
+	// {"content":[{"type":"text","text":"Invalid arguments: \"numbers[1]\" must be a number"}],"isError":true,"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"demo","version":"1.0"}}}
 }

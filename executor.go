@@ -27,6 +27,9 @@ package main
 //     mailbox is non-empty. A slow reader therefore costs memory (one Outcome
 //     per pending result, not a goroutine per pending result), never a slot,
 //     a worker or a caller of Cancel.
+//   - Admission also keeps a byte budget: each job has a size (SubmitSized),
+//     counted from admission until it leaves the queue unrun or its function
+//     returns, like its slot, so a cancelled job's memory is still counted.
 //   - Close is final for delivery: sends made under the mutex check that the
 //     submitter is open; a read-write lock around the pump's blocking send lets
 //     Close wait it out; then Close empties the channel's buffer.
@@ -45,6 +48,9 @@ const (
 	defaultMaxConcurrency = 32
 	defaultMaxQueue       = 256
 	defaultJobTimeout     = 30 * time.Second
+	// DefaultMaxInflightBytes is the default byte budget of admitted jobs
+	// (ExecutorOptions.MaxInflightBytes), 64 MiB.
+	DefaultMaxInflightBytes = 64 << 20
 )
 
 // outcomeBuffer is the capacity of each Outcomes channel: it lets a worker
@@ -95,12 +101,22 @@ type ExecutorOptions struct {
 	MaxConcurrency int           // jobs running at once; 0 means 32; negative is invalid
 	MaxQueue       int           // jobs waiting (FIFO); 0 means 256; negative means no queue at all
 	Timeout        time.Duration // default per-job deadline; 0 means 30s; negative means none
+
+	// MaxInflightBytes bounds the sum of the sizes (see SubmitSized) of the
+	// jobs admitted and not yet finished: queued, or running until their
+	// function returns, even when cancelled or timed out earlier, as
+	// concurrency slots are held. 0 means DefaultMaxInflightBytes (64 MiB);
+	// negative means no bound. A job that does not fit is refused with
+	// ErrOverloaded, except when no bytes are in flight at all: one job
+	// larger than the whole budget is then admitted, so that any single
+	// message the transport accepts can be served.
+	MaxInflightBytes int
 }
 
 // Errors returned by Submit. Test them with errors.Is.
 var (
 	ErrDuplicateKey    = errors.New("executor: key already admitted")
-	ErrOverloaded      = errors.New("executor: concurrency and queue limits reached")
+	ErrOverloaded      = errors.New("executor: concurrency and queue limits or in-flight byte budget reached")
 	ErrExecutorClosed  = errors.New("executor: closed")
 	ErrSubmitterClosed = errors.New("executor: submitter closed")
 
@@ -117,6 +133,9 @@ type ExecutorStats struct {
 	Queued         int // jobs waiting in the FIFO queue
 	MaxConcurrency int // the effective limit
 	MaxQueue       int // the effective limit; 0 when there is no queue
+
+	InflightBytes    int // sum of the sizes of the jobs counted by Running and Queued
+	MaxInflightBytes int // the effective budget; 0 when there is none
 }
 
 // Executor admits, queues and runs work for any number of submitters. All its
@@ -126,6 +145,7 @@ type Executor struct {
 	maxConcurrency int
 	maxQueue       int           // 0 means no queue
 	timeout        time.Duration // negative means no deadline
+	maxBytes       int           // in-flight byte budget; 0 means none
 	done           chan struct{} // closed by Close
 
 	// goroutines counts the live workers and outcome pumps, so tests can
@@ -135,6 +155,7 @@ type Executor struct {
 	mu         sync.Mutex
 	closed     bool                    // guarded by mu
 	running    int                     // slots held; guarded by mu
+	bytes      int                     // sizes of queued jobs and of jobs holding a slot; guarded by mu
 	queue      jobList                 // waiting jobs, oldest first; guarded by mu
 	idle       []chan *job             // parked workers' inboxes, each empty; guarded by mu
 	lastRef    ExecutionRef            // guarded by mu
@@ -157,6 +178,7 @@ func NewExecutor(opts ExecutorOptions) (*Executor, error) {
 		maxConcurrency: opts.MaxConcurrency,
 		maxQueue:       opts.MaxQueue,
 		timeout:        opts.Timeout,
+		maxBytes:       opts.MaxInflightBytes,
 		done:           make(chan struct{}),
 		queue:          jobList{links: queueLinks},
 		submitters:     make(map[*Submitter]struct{}),
@@ -172,6 +194,12 @@ func NewExecutor(opts ExecutorOptions) (*Executor, error) {
 	}
 	if e.timeout == 0 {
 		e.timeout = defaultJobTimeout
+	}
+	switch {
+	case e.maxBytes == 0:
+		e.maxBytes = DefaultMaxInflightBytes
+	case e.maxBytes < 0:
+		e.maxBytes = 0
 	}
 	return e, nil
 }
@@ -208,6 +236,9 @@ func (e *Executor) Stats() ExecutorStats {
 		Queued:         e.queue.len,
 		MaxConcurrency: e.maxConcurrency,
 		MaxQueue:       e.maxQueue,
+
+		InflightBytes:    e.bytes,
+		MaxInflightBytes: e.maxBytes,
 	}
 }
 
@@ -266,11 +297,21 @@ type Submitter struct {
 	pumping bool            // a pump goroutine is draining mailbox
 }
 
-// Submit admits work under key. key "" means unkeyed: never a duplicate, not
-// cancellable by key (e.g. notifications). Errors, in order of precedence:
+// Submit admits work of size 0 under key: SubmitSized(key, 0, timeout, work).
+func (s *Submitter) Submit(key string, timeout time.Duration, work func(ctx context.Context) any) (ExecutionRef, error) {
+	return s.SubmitSized(key, 0, timeout, work)
+}
+
+// SubmitSized admits work under key. key "" means unkeyed: never a duplicate, not
+// cancellable by key (e.g. notifications). size is what the job holds in
+// memory while it is admitted, in bytes (for a transport, the length of the
+// message it serves); it counts against MaxInflightBytes from admission
+// until the job leaves the queue without running or its function returns.
+// Errors, in order of precedence:
 // ErrExecutorClosed, ErrSubmitterClosed, ErrDuplicateKey (the key is admitted
 // and its outcome not yet delivered or cancelled), ErrOverloaded (MaxConcurrency
-// jobs running and MaxQueue queued). Otherwise the job starts at once or is
+// jobs running and MaxQueue queued, or size does not fit in what is left of
+// MaxInflightBytes while other bytes are in flight). Otherwise the job starts at once or is
 // appended to the FIFO queue, and exactly one Outcome for it will be delivered
 // unless the submitter or the executor is closed first; a reader on another
 // goroutine may receive it before Submit returns.
@@ -279,16 +320,20 @@ type Submitter struct {
 // deadline starts when the job starts running, not when it is queued. work
 // gets a context (without values) cancelled by Cancel, by the deadline
 // (ctx.Err() is then context.DeadlineExceeded), by Close, and when work
-// returns. A nil work is an error. Submit never blocks on running work.
-func (s *Submitter) Submit(key string, timeout time.Duration, work func(ctx context.Context) any) (ExecutionRef, error) {
-	if work == nil {
+// returns. A nil work or a negative size is an error. SubmitSized never
+// blocks on running work.
+func (s *Submitter) SubmitSized(key string, size int, timeout time.Duration, work func(ctx context.Context) any) (ExecutionRef, error) {
+	switch {
+	case work == nil:
 		return 0, errNilWork
+	case size < 0:
+		return 0, fmt.Errorf("executor: SubmitSized called with negative size %d", size)
 	}
-	return s.submit(&job{key: key, work: workFunc(work), indexed: key != ""}, timeout)
+	return s.submit(&job{key: key, work: workFunc(work), indexed: key != "", size: size}, timeout)
 }
 
-// submit admits j as Submit does. j is a new, zero job record but for key,
-// work and indexed, which the caller sets; it may be part of a larger record
+// submit admits j as SubmitSized does. j is a new, zero job record but for
+// key, work, indexed and size (≥ 0), which the caller sets; it may be part of a larger record
 // of the caller's, so a job costs no allocation of its own. An unindexed job
 // (indexed false) is not registered under its key, which then only tags its
 // Outcome: it is never refused as a duplicate, and it is cancelled with
@@ -408,13 +453,14 @@ type job struct {
 	sub     *Submitter
 	work    jobWork
 	timeout time.Duration // negative means no deadline
+	size    int           // bytes counted in e.bytes while the job is queued or holds a slot
 
 	ctx jobContext // what work receives; its deadline is set under e.mu when the job starts
 
 	// deadlineIndex is j's position in e.deadlines, -1 when not there;
 	// guarded by e.mu. An int32 (the heap holds running jobs, nowhere near
 	// 2^31), so that it shares a word with indexed and state and the record
-	// fits a 160-byte allocation.
+	// fits a 176-byte allocation.
 	deadlineIndex int32
 	indexed       bool     // in sub.keys under key while its outcome is undecided; read-only once published
 	state         jobState // guarded by e.mu
@@ -448,9 +494,10 @@ func (e *Executor) admitLocked(j *job) (startNow bool, err error) {
 		return false, ErrDuplicateKey
 	}
 	startNow = e.running < e.maxConcurrency
-	if !startNow && e.queue.len >= e.maxQueue {
+	if !startNow && e.queue.len >= e.maxQueue || !e.fitsLocked(j.size) {
 		return false, ErrOverloaded
 	}
+	e.bytes += j.size
 	e.lastRef++
 	j.ref = e.lastRef
 	if j.indexed {
@@ -465,6 +512,13 @@ func (e *Executor) admitLocked(j *job) (startNow bool, err error) {
 		e.queue.pushBack(j)
 	}
 	return startNow, nil
+}
+
+// fitsLocked reports whether a job of size bytes fits in the budget. A job
+// of size 0 always does, and any job does when no bytes are in flight at
+// all, however large it is.
+func (e *Executor) fitsLocked(size int) bool {
+	return size == 0 || e.maxBytes == 0 || e.bytes == 0 || size <= e.maxBytes-e.bytes
 }
 
 // startLocked moves j to running; the caller has given it a slot. Its
@@ -523,6 +577,7 @@ func (e *Executor) stopLocked(j *job) {
 	if j.state == jobQueued {
 		e.queue.remove(j)
 		e.forgetLocked(j)
+		e.bytes -= j.size
 		j.state = jobFinished
 		return
 	}
@@ -642,8 +697,9 @@ func (e *Executor) finish(j *job, kind OutcomeKind, value, panicValue any, inbox
 		j.sub.deliverLocked(Outcome{Ref: j.ref, Key: j.key, Kind: kind, Value: value, Panic: panicValue})
 	}
 	// Otherwise the job was abandoned earlier, its context cancelled and its
-	// outcome delivered then.
+	// outcome delivered then. Either way its bytes are free only now.
 	j.state = jobFinished
+	e.bytes -= j.size
 	if next = e.queue.popFront(); next != nil {
 		e.startLocked(next) // the slot passes to next
 		return next, false

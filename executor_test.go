@@ -156,10 +156,11 @@ func TestNewExecutorValidatesOptions(t *testing.T) {
 		wantStats   ExecutorStats
 		wantTimeout time.Duration
 	}{
-		{"zero means defaults", ExecutorOptions{}, false, ExecutorStats{MaxConcurrency: 32, MaxQueue: 256}, 30 * time.Second},
-		{"explicit values", ExecutorOptions{MaxConcurrency: 4, MaxQueue: 7, Timeout: time.Second}, false, ExecutorStats{MaxConcurrency: 4, MaxQueue: 7}, time.Second},
-		{"negative queue means none", ExecutorOptions{MaxConcurrency: 1, MaxQueue: -1}, false, ExecutorStats{MaxConcurrency: 1, MaxQueue: 0}, 30 * time.Second},
-		{"negative timeout means none", ExecutorOptions{Timeout: -1}, false, ExecutorStats{MaxConcurrency: 32, MaxQueue: 256}, -1},
+		{"zero means defaults", ExecutorOptions{}, false, ExecutorStats{MaxConcurrency: 32, MaxQueue: 256, MaxInflightBytes: 64 << 20}, 30 * time.Second},
+		{"explicit values", ExecutorOptions{MaxConcurrency: 4, MaxQueue: 7, Timeout: time.Second, MaxInflightBytes: 1000}, false, ExecutorStats{MaxConcurrency: 4, MaxQueue: 7, MaxInflightBytes: 1000}, time.Second},
+		{"negative queue means none", ExecutorOptions{MaxConcurrency: 1, MaxQueue: -1}, false, ExecutorStats{MaxConcurrency: 1, MaxQueue: 0, MaxInflightBytes: 64 << 20}, 30 * time.Second},
+		{"negative timeout means none", ExecutorOptions{Timeout: -1}, false, ExecutorStats{MaxConcurrency: 32, MaxQueue: 256, MaxInflightBytes: 64 << 20}, -1},
+		{"negative byte budget means none", ExecutorOptions{MaxInflightBytes: -1}, false, ExecutorStats{MaxConcurrency: 32, MaxQueue: 256}, 30 * time.Second},
 		{"negative concurrency", ExecutorOptions{MaxConcurrency: -1}, true, ExecutorStats{}, 0},
 	}
 	for _, tc := range tests {
@@ -420,6 +421,122 @@ func TestCancelQueuedJobDeliversAtOnceAndNeverRunsIt(t *testing.T) {
 	expectOutcome(t, s, afterRef, "after", OutcomeCompleted)
 	if isClosed(ran) {
 		t.Error("the cancelled queued job ran")
+	}
+}
+
+// expectBytes checks the executor's in-flight byte count.
+func expectBytes(t *testing.T, e *Executor, want int) {
+	t.Helper()
+	if got := e.Stats().InflightBytes; got != want {
+		t.Fatalf("InflightBytes = %d, want %d", got, want)
+	}
+}
+
+func mustSubmitSized(t *testing.T, s *Submitter, key string, size int, work func(context.Context) any) ExecutionRef {
+	t.Helper()
+	ref, err := s.SubmitSized(key, size, 0, work)
+	if err != nil {
+		t.Fatalf("SubmitSized(%q, %d): %v", key, size, err)
+	}
+	return ref
+}
+
+// The sizes of queued and running jobs count against MaxInflightBytes; a job
+// that does not fit is refused with ErrOverloaded. A queued job's bytes are
+// free when it is cancelled, a running job's only when its function
+// returns, after a cancellation or a timeout too. Size 0 always fits.
+func TestInflightBytesBoundAdmission(t *testing.T) {
+	e := newTestExecutor(t, ExecutorOptions{MaxConcurrency: 1, MaxInflightBytes: 100})
+	s := e.NewSubmitter()
+	first := newFakeWork(nil)
+	firstRef := mustSubmitSized(t, s, "first", 60, first.ignoringCtx)
+	waitClosed(t, first.started, "first start")
+	queued := newFakeWork(nil)
+	queuedRef := mustSubmitSized(t, s, "queued", 40, queued.ignoringCtx)
+	expectBytes(t, e, 100)
+	if _, err := s.SubmitSized("over", 1, 0, returning(nil)); !errors.Is(err, ErrOverloaded) {
+		t.Fatalf("SubmitSized over the byte budget: err = %v, want ErrOverloaded", err)
+	}
+	zero := mustSubmit(t, s, "zero", 0, returning(nil)) // size 0: always fits
+	if !s.Cancel("zero") {
+		t.Fatal("Cancel(zero) found no job")
+	}
+	expectOutcome(t, s, zero, "zero", OutcomeCancelled)
+
+	if !s.Cancel("queued") {
+		t.Fatal("Cancel(queued) found no job")
+	}
+	expectOutcome(t, s, queuedRef, "queued", OutcomeCancelled)
+	expectBytes(t, e, 60) // a queued job's bytes are free at once
+
+	if !s.Cancel("first") {
+		t.Fatal("Cancel(first) found no job")
+	}
+	expectOutcome(t, s, firstRef, "first", OutcomeCancelled)
+	expectBytes(t, e, 60) // still running: its bytes are held until it returns
+	if _, err := s.SubmitSized("over", 41, 0, returning(nil)); !errors.Is(err, ErrOverloaded) {
+		t.Fatalf("SubmitSized while a cancelled job holds its bytes: err = %v, want ErrOverloaded", err)
+	}
+	next := newFakeWork(nil)
+	nextRef := mustSubmitSized(t, s, "next", 40, next.ignoringCtx)
+	close(first.release)
+	waitClosed(t, next.started, "next start") // first returned before next got its slot
+	expectBytes(t, e, 40)
+	close(next.release)
+	expectOutcome(t, s, nextRef, "next", OutcomeCompleted)
+	expectStats(t, e, 0, 0)
+	expectBytes(t, e, 0)
+}
+
+// A timed-out job keeps its bytes until its function returns.
+func TestTimedOutJobHoldsItsBytesUntilItReturns(t *testing.T) {
+	e := newTestExecutor(t, ExecutorOptions{MaxConcurrency: 1, MaxInflightBytes: 100})
+	s := e.NewSubmitter()
+	slow := newFakeWork(nil)
+	ref, err := s.SubmitSized("slow", 100, time.Nanosecond, slow.ignoringCtx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expectOutcome(t, s, ref, "slow", OutcomeTimedOut)
+	expectBytes(t, e, 100)
+	if _, err := s.SubmitSized("other", 1, 0, returning(nil)); !errors.Is(err, ErrOverloaded) {
+		t.Fatalf("SubmitSized while a timed-out job holds the budget: err = %v, want ErrOverloaded", err)
+	}
+	// after gets the slot in the critical section that settles slow's
+	// return, so once it started slow's bytes are free.
+	after := newFakeWork(nil)
+	mustSubmit(t, s, "after", 0, after.ignoringCtx)
+	close(slow.release)
+	waitClosed(t, after.started, "after start")
+	expectBytes(t, e, 0)
+	close(after.release)
+}
+
+// A job larger than the whole budget is admitted when no bytes are in
+// flight, so that one message of any size the transport accepts is served;
+// nothing else is admitted beside it, and it is refused while other bytes
+// are in flight.
+func TestJobLargerThanTheBudgetRunsAlone(t *testing.T) {
+	e := newTestExecutor(t, ExecutorOptions{MaxInflightBytes: 10})
+	s := e.NewSubmitter()
+	big := newFakeWork(nil)
+	bigRef := mustSubmitSized(t, s, "big", 50, big.ignoringCtx)
+	expectBytes(t, e, 50)
+	if _, err := s.SubmitSized("small", 1, 0, returning(nil)); !errors.Is(err, ErrOverloaded) {
+		t.Fatalf("SubmitSized beside an over-budget job: err = %v, want ErrOverloaded", err)
+	}
+	close(big.release)
+	expectOutcome(t, s, bigRef, "big", OutcomeCompleted)
+
+	small := newFakeWork(nil)
+	smallRef := mustSubmitSized(t, s, "small", 1, small.ignoringCtx)
+	if _, err := s.SubmitSized("big", 50, 0, returning(nil)); !errors.Is(err, ErrOverloaded) {
+		t.Fatalf("SubmitSized of an over-budget job beside another: err = %v, want ErrOverloaded", err)
+	}
+	close(small.release)
+	expectOutcome(t, s, smallRef, "small", OutcomeCompleted)
+	if _, err := s.SubmitSized("bad", -1, 0, returning(nil)); err == nil {
+		t.Fatal("SubmitSized with a negative size was admitted")
 	}
 }
 

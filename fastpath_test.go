@@ -1,8 +1,8 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -32,11 +32,19 @@ func TestPlainToolResultMatchesEnvelopeReply(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	structured := struct {
+		Text string            `json:"text"`
+		Tags map[string][]int  `json:"tags"`
+		Ptr  *struct{ N uint } `json:"ptr,omitempty"`
+	}{Text: "é \"q\"", Tags: map[string][]int{"b": {1}, "a": nil}}
+	sv := reflect.ValueOf(&structured).Elem()
 	results := []*ToolResult{
 		{},
 		{Content: []Content{}},
 		TextResult("hi \"there\" é\n"),
 		{Content: []Content{TextContent("a"), TextContent("b")}, IsError: true},
+		{Content: []Content{TextContent("t")}, StructuredContent: &structuredOutput{v: sv, plan: newPlanBuilder(nil).plan(sv.Type())}},
+		{Content: []Content{TextContent("t")}, StructuredContent: &structuredOutput{encoded: []byte(`{"a":1}`)}, IsError: true},
 	}
 	for _, e := range []era{eraLegacy, eraStateless} {
 		c := &call{req: &Request{Method: "tools/call"}, dialectInfo: dialectInfo{era: e}}
@@ -45,7 +53,10 @@ func TestPlainToolResultMatchesEnvelopeReply(t *testing.T) {
 			if !ok {
 				t.Fatalf("era %v: %+v not taken by the direct encoder", e, res)
 			}
-			fast := rt.appendPlainToolResult(nil, c, res)
+			fast, err := rt.appendPlainToolResult(nil, c, res)
+			if err != nil {
+				t.Fatalf("era %v: %+v: %v", e, res, err)
+			}
 			if len(fast) > size {
 				t.Errorf("era %v: %s is longer than the %d bytes reserved", e, fast, size)
 			}
@@ -54,7 +65,7 @@ func TestPlainToolResultMatchesEnvelopeReply(t *testing.T) {
 				content = []Content{}
 			}
 			slow := rt.envelopeReply(c, false, nil, func(env resultEnvelope) any {
-				return callToolResult{Content: content, IsError: res.IsError, resultEnvelope: env}
+				return callToolResult{Content: content, StructuredContent: res.StructuredContent, IsError: res.IsError, resultEnvelope: env}
 			})
 			if string(fast) != string(slow.Result) {
 				t.Errorf("era %v: direct %s, encoding/json %s", e, fast, slow.Result)
@@ -70,25 +81,6 @@ func TestPlainToolResultMatchesEnvelopeReply(t *testing.T) {
 	} {
 		if _, ok := rt.plainToolResultSize(c, res); ok {
 			t.Errorf("%+v taken by the direct encoder", res)
-		}
-	}
-}
-
-// TestEchoTextArgumentShapes checks that echo's shortcut past Bind answers
-// as Bind does, including keys Bind matches case-insensitively.
-func TestEchoTextArgumentShapes(t *testing.T) {
-	tests := []struct{ args, want string }{
-		{`{"text":"a"}`, "a"},
-		{` { "text" : "a\u0062" } `, "ab"},
-		{`{"text":"a","TEXT":"b"}`, "a"}, // the exact name wins
-		{`{"Text":"c"}`, "c"},
-		{`{"te\u0078t":"d"}`, "d"},
-		{`{"other":1,"text":"e"}`, "e"},
-	}
-	for _, tt := range tests {
-		res, err := echoText(context.Background(), &HandlerRequest{Arguments: json.RawMessage(tt.args)})
-		if err != nil || len(res.Content) != 1 || res.Content[0].Text != tt.want {
-			t.Errorf("echo %s = %+v, %v; want %q", tt.args, res, err, tt.want)
 		}
 	}
 }

@@ -61,8 +61,8 @@ type HTTPOptions struct {
 	// RequestTimeout is each request's deadline, counted from when it starts
 	// running; 0 means the executor's default (30s), negative means none.
 	RequestTimeout time.Duration
-	// MaxSubscriptions limits open 2026 subscriptions/listen streams
-	// (default 32).
+	// MaxSubscriptions limits open 2026 subscriptions/listen streams of the
+	// handler, and the resources/subscribe URIs of each session (default 32).
 	MaxSubscriptions int
 	// MaxSessions limits live initialize-era sessions (default 1024); an
 	// initialize beyond it is refused 503 once idle sessions are expired.
@@ -85,11 +85,16 @@ type HTTPOptions struct {
 	AllowedOrigins []string
 
 	// Executor runs the work. When nil the handler creates one with
-	// MaxConcurrency and MaxQueue (see ExecutorOptions) and closes it in
-	// Close; an injected executor is never closed by the handler.
-	Executor       *Executor
-	MaxConcurrency int
-	MaxQueue       int
+	// MaxConcurrency, MaxQueue and MaxInflightBytes (see ExecutorOptions)
+	// and closes it in Close; an injected executor is never closed by the
+	// handler. Each message is submitted with its body's length as its size,
+	// so MaxInflightBytes bounds the bodies admitted messages hold; a
+	// request over it is answered -32603 "Server execution capacity
+	// exhausted", as over MaxConcurrency and MaxQueue.
+	Executor         *Executor
+	MaxConcurrency   int
+	MaxQueue         int
+	MaxInflightBytes int
 
 	// Logger receives diagnostics (default slog.Default()).
 	Logger *slog.Logger
@@ -111,8 +116,8 @@ func (o *HTTPOptions) normalize() error {
 		return fmt.Errorf("mcpstdio: HTTPOptions.SSERetry must be positive, got %v", o.SSERetry)
 	case o.Path != "" && !strings.HasPrefix(o.Path, "/"):
 		return fmt.Errorf("mcpstdio: HTTPOptions.Path must start with \"/\", got %q", o.Path)
-	case o.Executor != nil && (o.MaxConcurrency != 0 || o.MaxQueue != 0):
-		return errors.New("mcpstdio: HTTPOptions.MaxConcurrency and MaxQueue apply only when the handler creates its executor")
+	case o.Executor != nil && (o.MaxConcurrency != 0 || o.MaxQueue != 0 || o.MaxInflightBytes != 0):
+		return errors.New("mcpstdio: HTTPOptions.MaxConcurrency, MaxQueue and MaxInflightBytes apply only when the handler creates its executor")
 	}
 	for _, origin := range o.AllowedOrigins {
 		if u, err := url.Parse(origin); err != nil || u.Scheme == "" || u.Host == "" {
@@ -186,7 +191,7 @@ func NewHTTPHandler(d Dispatcher, opts HTTPOptions) (*HTTPHandler, error) {
 	h.sessions.init(opts.MaxSessions, opts.SessionIdleTimeout)
 	h.listeners.init()
 	if h.executor == nil {
-		e, err := NewExecutor(ExecutorOptions{MaxConcurrency: opts.MaxConcurrency, MaxQueue: opts.MaxQueue})
+		e, err := NewExecutor(ExecutorOptions{MaxConcurrency: opts.MaxConcurrency, MaxQueue: opts.MaxQueue, MaxInflightBytes: opts.MaxInflightBytes})
 		if err != nil {
 			return nil, fmt.Errorf("mcpstdio: %w", err)
 		}
@@ -383,6 +388,7 @@ func (h *HTTPHandler) servePost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	msg := newPostedMessage(env)
+	msg.size = len(body)
 	if msg.stateless(r) {
 		h.serveStateless(w, r, msg)
 		return
@@ -393,6 +399,7 @@ func (h *HTTPHandler) servePost(w http.ResponseWriter, r *http.Request) {
 // postedMessage is a decoded POST body and what routing reads of it.
 type postedMessage struct {
 	env      envelope
+	size     int // the body's length, the job's size for the executor
 	method   string
 	methodOK bool
 	id       string // canonical id; "" when absent or untracked

@@ -53,7 +53,7 @@ func (h *HTTPHandler) newExchange(s *httpSession, msg *postedMessage) *httpExcha
 		calls: make(chan *peerCall),
 		done:  make(chan struct{}),
 	}
-	x.job.key, x.job.work = msg.id, x
+	x.job.key, x.job.work, x.job.size = msg.id, x, msg.size
 	x.peer = requestPeer{calls: x.calls, done: x.done}
 	x.req.handlerSpace = &x.handlerSpace
 	return x
@@ -150,7 +150,10 @@ func (x *httpExchange) onOutcome(w http.ResponseWriter, r *http.Request, o Outco
 			return
 		}
 		if x.sess != nil && res.reply.Error == nil && frameErrorCode(res.frame) == 0 {
-			x.sess.applyReply(res.reply)
+			if rerr := x.sess.applyReply(res.reply, x.h.opts.MaxSubscriptions); rerr != nil {
+				x.respond(errorFrame(x.msg.id, rerr))
+				return
+			}
 			if x.initializes && res.reply.Initialized != nil && !x.register() {
 				if !x.sse.started {
 					writeJSONFrame(w, http.StatusServiceUnavailable, errorFrame(x.msg.id, errSessionCapacity))

@@ -207,10 +207,20 @@ func (s *httpSession) onResponse(env envelope) {
 }
 
 // applyReply records what a successful reply changes in the session, before
-// the reply is written, as the stdio coordinator does for its connection.
-func (s *httpSession) applyReply(r Reply) {
+// the reply is written, as the stdio coordinator does for its connection. A
+// resources/subscribe of a new URI beyond maxSubscriptions is refused: the
+// error returned is answered instead of the reply, and nothing changes.
+func (s *httpSession) applyReply(r Reply, maxSubscriptions int) *RPCError {
+	if r.Subscribe != "" {
+		if rerr := subscriptionURIError(r.Subscribe); rerr != nil {
+			return rerr
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if r.Subscribe != "" && !s.resourceSub[r.Subscribe] && len(s.resourceSub) >= maxSubscriptions {
+		return errSubscriptionLimit(maxSubscriptions)
+	}
 	if r.Initialized != nil {
 		s.session = *r.Initialized
 	}
@@ -223,6 +233,7 @@ func (s *httpSession) applyReply(r Reply) {
 	if r.Unsubscribe != "" {
 		delete(s.resourceSub, r.Unsubscribe)
 	}
+	return nil
 }
 
 // onChange puts a catalog change on the session's GET stream: list changes

@@ -739,3 +739,60 @@ func TestHTTPResourceSubscriptionsAreSessions(t *testing.T) {
 		}
 	}
 }
+
+func TestHTTPSessionSubscriptionLimit(t *testing.T) {
+	s := newHTTPTestServer(t, nil, HTTPOptions{MaxSubscriptions: 1})
+	h := s.legacySession(ProtocolVersion20251125, `{}`)
+	for i, tt := range []struct {
+		uri, want string
+	}{
+		{"test://static-text", `"result":{}`},
+		{"test://static-text", `"result":{}`}, // subscribed already: it does not count twice
+		{"test://static-binary", `"code":-32602`},
+	} {
+		resp := s.post(h, `{"jsonrpc":"2.0","id":`+string(rune('2'+i))+`,"method":"resources/subscribe","params":{"uri":"`+tt.uri+`"}}`)
+		if body := readBody(t, resp); !strings.Contains(body, tt.want) {
+			t.Fatalf("subscribe %s: %s, want %s", tt.uri, body, tt.want)
+		}
+	}
+}
+
+func TestHTTPInflightBytesBudget(t *testing.T) {
+	rt := newTestRuntime(t, testOptions())
+	started, release := make(chan struct{}), make(chan struct{})
+	if err := rt.AddTool(Tool{Name: "hold"}, func(ctx context.Context, _ *HandlerRequest) (*ToolResult, error) {
+		close(started)
+		<-release
+		return TextResult("held"), nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	s := newHTTPTestServer(t, rt, HTTPOptions{MaxInflightBytes: 300})
+	hold := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"hold",` + meta2026 + `}}`
+	first := make(chan string, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodPost, s.url, strings.NewReader(hold))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		for k, v := range stateless("tools/call", "hold") {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			first <- err.Error()
+			return
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		first <- string(b)
+	}()
+	<-started
+	resp := s.post(stateless("tools/call", "hold"), strings.Replace(hold, `"id":1`, `"id":2,"pad":"`+strings.Repeat("x", 100)+`"`, 1))
+	if body := readBody(t, resp); resp.StatusCode != http.StatusInternalServerError || !strings.Contains(body, errCapacity.Message) {
+		t.Fatalf("a body beyond the in-flight budget: status %d, body %s", resp.StatusCode, body)
+	}
+	close(release)
+	if body := <-first; !strings.Contains(body, "held") {
+		t.Fatalf("first request: %s", body)
+	}
+}

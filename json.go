@@ -30,11 +30,8 @@ const (
 	maxJSONDepth = 512
 	// maxIDBytes is the longest unescaped string id (in UTF-8 bytes) that is tracked.
 	maxIDBytes = 256
-	// maxIntegerDigits bounds the integer part of a number literal, and
-	// maxNumberBytes the whole literal, so no number ever needs big-number
-	// arithmetic and an endless digit run is rejected at once.
+	// maxIntegerDigits bounds the digits of an integer literal (SPEC §3).
 	maxIntegerDigits = 64
-	maxNumberBytes   = 128
 	// smallObjectKeys is how many keys an object may have before duplicate
 	// detection switches from a linear scan of an inline array to a hash index.
 	smallObjectKeys = 16
@@ -83,8 +80,8 @@ func syntaxError(reason string, offset int) error {
 // linear pass and returns its envelope. It rejects, with an error wrapping
 // errParse, anything but optional JSON whitespace around one value, duplicate
 // object keys at any depth (compared after unescaping, as encoding/json would
-// see them), an integer part longer than 64 digits or a number literal longer
-// than 128 bytes, invalid UTF-8, raw control characters or invalid escapes in
+// see them), an integer literal (no fraction, no exponent) longer than 64
+// digits, invalid UTF-8, raw control characters or invalid escapes in
 // strings, and nesting deeper than maxJSONDepth. The error is a
 // *jsonSyntaxError naming the reason and the byte offset; the envelope is then
 // the zero value.
@@ -417,29 +414,32 @@ func scanLiteral(data []byte, i int, literal string) (int, error) {
 }
 
 // scanNumber validates the number literal starting at data[i] and returns the
-// offset just after it. It stops as soon as a limit is passed, so an endless
-// digit run costs no more than the limit.
+// offset just after it. An integer literal (no fraction, no exponent) of more
+// than maxIntegerDigits digits is refused (SPEC §3); a fraction or an exponent
+// may have any number of digits, and so may the integer part of a number that
+// has one. Each byte is looked at once.
 func scanNumber(data []byte, i int) (int, error) {
 	start := i
 	if data[i] == '-' {
 		i++
 	}
+	integerStart := i
 	switch {
 	case i < len(data) && data[i] == '0':
 		i++
 	case i < len(data) && isJSONDigit(data[i]):
-		digitsStart := i
 		for i < len(data) && isJSONDigit(data[i]) {
 			i++
-			if i-digitsStart > maxIntegerDigits {
-				return i, syntaxError("number has more than "+strconv.Itoa(maxIntegerDigits)+" integer digits", start)
-			}
 		}
 	default:
 		return i, syntaxError("invalid number: expected a digit", i)
 	}
+	integer := i == len(data) || data[i] != '.' && data[i] != 'e' && data[i] != 'E'
+	if integer && i-integerStart > maxIntegerDigits {
+		return i, syntaxError("integer literal has more than "+strconv.Itoa(maxIntegerDigits)+" digits", start)
+	}
 	if i < len(data) && data[i] == '.' {
-		end, err := scanDigits(data, i+1, start)
+		end, err := scanDigits(data, i+1)
 		if err != nil {
 			return end, err
 		}
@@ -450,27 +450,20 @@ func scanNumber(data []byte, i int) (int, error) {
 		if i < len(data) && (data[i] == '+' || data[i] == '-') {
 			i++
 		}
-		end, err := scanDigits(data, i, start)
+		end, err := scanDigits(data, i)
 		if err != nil {
 			return end, err
 		}
 		i = end
 	}
-	if i-start > maxNumberBytes {
-		return i, syntaxError("number literal longer than "+strconv.Itoa(maxNumberBytes)+" bytes", start)
-	}
 	return i, nil
 }
 
-// scanDigits consumes a non-empty digit run at data[i] of the number that
-// starts at numberStart, failing as soon as the literal is too long.
-func scanDigits(data []byte, i, numberStart int) (int, error) {
+// scanDigits consumes a non-empty digit run at data[i].
+func scanDigits(data []byte, i int) (int, error) {
 	digitsStart := i
 	for i < len(data) && isJSONDigit(data[i]) {
 		i++
-		if i-numberStart > maxNumberBytes {
-			return i, syntaxError("number literal longer than "+strconv.Itoa(maxNumberBytes)+" bytes", numberStart)
-		}
 	}
 	if i == digitsStart {
 		return i, syntaxError("invalid number: expected a digit", i)

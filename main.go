@@ -5,6 +5,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -14,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"strings"
 	"syscall"
@@ -30,10 +32,11 @@ func main() {
 type config struct {
 	writeTimeout, requestTimeout, notifyEvery time.Duration
 	maxLineBytes, maxConcurrency, maxQueue    int
-	maxSubscriptions                          int
+	maxSubscriptions, maxInflightBytes        int
 	notificationMethods, protocols            []string
 	logLevel                                  slog.Level
 	cpuProfile, memProfile                    string
+	stateKey                                  []byte // nil: a random key per process
 	httpAddr, httpAddrFile                    string
 	allowedHosts, allowedOrigins              []string
 	keepAlive                                 time.Duration
@@ -42,7 +45,7 @@ type config struct {
 // parseFlags parses args; the error has been reported on stderr already.
 func parseFlags(args []string, stderr io.Writer) (config, error) {
 	var c config
-	var methods, protocols, level, hosts, origins string
+	var methods, protocols, level, stateKeyFile, hosts, origins string
 	fs := flag.NewFlagSet("mcpstdio", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.DurationVar(&c.writeTimeout, "write-timeout", DefaultWriteTimeout, "limit of one write to stdout; a timed-out write ends the connection")
@@ -50,11 +53,14 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.requestTimeout, "request-timeout", defaultJobTimeout, "deadline of each request from when it starts running (negative: none)")
 	fs.IntVar(&c.maxConcurrency, "max-concurrency", defaultMaxConcurrency, "requests running at once")
 	fs.IntVar(&c.maxQueue, "max-queue", defaultMaxQueue, "requests waiting for a worker (0: none wait)")
-	fs.IntVar(&c.maxSubscriptions, "max-subscriptions", DefaultMaxSubscriptions, "open subscriptions/listen streams")
+	fs.IntVar(&c.maxInflightBytes, "max-inflight-bytes", DefaultMaxInflightBytes, "total size of the input lines of the requests running or waiting; also sets the soft memory limit unless GOMEMLIMIT is set")
+	fs.IntVar(&c.maxSubscriptions, "max-subscriptions", DefaultMaxSubscriptions, "subscriptions per connection: open subscriptions/listen streams and resources/subscribe URIs together")
 	fs.StringVar(&methods, "notification-methods", "", "comma-separated notification methods the application may send")
 	fs.DurationVar(&c.notifyEvery, "notify-every", 0, "when > 0, send the first allowed application notification on this period")
 	fs.StringVar(&protocols, "protocols", strings.Join(defaultProtocolVersions(), ","), "enabled protocol versions, in preference order")
 	fs.StringVar(&level, "log-level", "info", "stderr diagnostics level: debug, info, warn, error")
+	fs.StringVar(&stateKeyFile, "state-key-file", "", "`FILE` holding the secret that signs pagination cursors and requestStates, so that replicas given the same file accept each other's "+
+		"(at least 32 bytes once trailing whitespace is trimmed; a file of random bytes works, e.g. head -c 32 /dev/urandom | base64 > key); default: a random key per process")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the session to this file")
 	fs.StringVar(&c.memProfile, "memprofile", "", "write a heap profile to this file at the end of the session")
 	fs.StringVar(&c.httpAddr, "http", "", "serve Streamable HTTP on this address (e.g. :8080, which binds 127.0.0.1) instead of stdio")
@@ -85,7 +91,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if c.maxQueue == 0 {
 		c.maxQueue = -1 // the flag's 0 is "no queue"; the option's 0 is "default"
 	}
-	for name, v := range map[string]int{"-max-line-bytes": c.maxLineBytes, "-max-concurrency": c.maxConcurrency, "-max-subscriptions": c.maxSubscriptions} {
+	for name, v := range map[string]int{"-max-line-bytes": c.maxLineBytes, "-max-concurrency": c.maxConcurrency, "-max-subscriptions": c.maxSubscriptions, "-max-inflight-bytes": c.maxInflightBytes} {
 		if v <= 0 {
 			return fail("%s must be positive, got %d", name, v)
 		}
@@ -99,7 +105,29 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if c.maxQueue < -1 {
 		return fail("-max-queue must not be negative, got %d", c.maxQueue)
 	}
+	if stateKeyFile != "" {
+		key, err := readStateKey(stateKeyFile)
+		if err != nil {
+			return fail("-state-key-file: %v", err)
+		}
+		c.stateKey = key
+	}
 	return c, nil
+}
+
+// readStateKey returns the secret in file: its bytes without trailing ASCII
+// whitespace (so a key written by echo or base64 keeps no newline), which
+// must be at least minStateKeyBytes long.
+func readStateKey(file string) ([]byte, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	key := bytes.TrimRight(data, " \t\r\n\v\f")
+	if len(key) < minStateKeyBytes {
+		return nil, fmt.Errorf("%s holds %d bytes once trailing whitespace is trimmed, want at least %d", file, len(key), minStateKeyBytes)
+	}
+	return key, nil
 }
 
 func splitList(s string) []string {
@@ -129,6 +157,7 @@ func run(args []string, stdin, stdout, stderr *os.File) int {
 		PromptsListChanged:   true,
 		ResourcesListChanged: true,
 		ResourcesSubscribe:   true,
+		StateKey:             c.stateKey,
 		Logger:               logger,
 	})
 	if err != nil {
@@ -142,13 +171,23 @@ func run(args []string, stdin, stdout, stderr *os.File) int {
 	if c.httpAddr != "" {
 		return serveHTTP(c, rt, logger, stderr)
 	}
-	out, err := isolateOutput(stdout, stderr)
+	// The signal handler is installed before stdin and stdout change mode
+	// and removed after they are restored (defers run last-in first-out),
+	// so that SIGINT or SIGTERM cannot end the process in between.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	// From here on every return restores stdin's and stdout's blocking
+	// mode, which the next program of a shell script inherits.
+	out, restoreOutput, err := isolateOutput(stdout, stderr)
 	if err != nil {
 		logger.Error("mcpstdio: preparing stdout failed", "err", err)
 		return 1
 	}
+	defer restoreOutput()
+	in, restoreInput := pollableInput(stdin)
+	defer restoreInput()
 	tr, err := NewTransport(rt, Options{
-		Input:               pollableInput(stdin),
+		Input:               in,
 		Output:              out,
 		WriteTimeout:        c.writeTimeout,
 		MaxLineBytes:        c.maxLineBytes,
@@ -157,11 +196,15 @@ func run(args []string, stdin, stdout, stderr *os.File) int {
 		NotificationMethods: c.notificationMethods,
 		MaxConcurrency:      c.maxConcurrency,
 		MaxQueue:            c.maxQueue,
+		MaxInflightBytes:    c.maxInflightBytes,
 		Logger:              logger,
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 2
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(memoryLimit(c))
 	}
 	stopProfile, err := startProfiles(c)
 	if err != nil {
@@ -172,8 +215,6 @@ func run(args []string, stdin, stdout, stderr *os.File) int {
 	if fi, err := stdin.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
 		fmt.Fprintln(stderr, "mcpstdio: serving MCP as newline-delimited JSON-RPC on stdin/stdout; type a request, or press Ctrl-D to end")
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	if c.notifyEvery > 0 {
 		go heartbeat(ctx, tr, c.notificationMethods[0], c.notifyEvery, logger)
 	}
@@ -188,6 +229,16 @@ func run(args []string, stdin, stdout, stderr *os.File) int {
 		logger.Error("mcpstdio: serving ended", "err", err)
 		return 1
 	}
+}
+
+// memoryLimit is the soft memory limit of the process (runtime/debug): the
+// input admitted (-max-inflight-bytes) plus room for what else a connection
+// holds, which is mostly lines too: those read ahead or held behind an
+// initialize, the one being assembled, refused ones not yet collected, and
+// answers as large as their requests. It keeps the collector from letting
+// the heap grow to twice what is live (GOGC=100) when the input is large.
+func memoryLimit(c config) int64 {
+	return int64(c.maxInflightBytes) + 4*int64(c.maxLineBytes) + 16<<20
 }
 
 // heartbeat sends method on tr every period until ctx ends or the transport

@@ -44,6 +44,7 @@ func serveHTTP(c config, rt *Runtime, logger *slog.Logger, stderr io.Writer) int
 		MaxSubscriptions: c.maxSubscriptions,
 		MaxConcurrency:   c.maxConcurrency,
 		MaxQueue:         c.maxQueue,
+		MaxInflightBytes: c.maxInflightBytes,
 		KeepAlive:        c.keepAlive,
 		AllowedHosts:     allowed,
 		AllowedOrigins:   c.allowedOrigins,

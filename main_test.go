@@ -66,6 +66,14 @@ func startServer(t *testing.T, args ...string) *serverProcess {
 	}
 	p := &serverProcess{t: t, cmd: cmd, stdin: stdin, outR: outR, stdout: bufio.NewReaderSize(outR, 1<<20), stderr: &strings.Builder{}, errMu: &sync.Mutex{}}
 	cmd.Stderr = lockedWriter{p.errMu, p.stderr}
+	startCommand(t, cmd)
+	return p
+}
+
+// startCommand starts cmd, and kills it at the end of the test unless it
+// has been waited for.
+func startCommand(t *testing.T, cmd *exec.Cmd) {
+	t.Helper()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +83,6 @@ func startServer(t *testing.T, args ...string) *serverProcess {
 			cmd.Wait()
 		}
 	})
-	return p
 }
 
 type lockedWriter struct {
@@ -285,6 +292,7 @@ func TestBinaryBadFlags(t *testing.T) {
 		{"-notification-methods", "hello"},
 		{"-protocols", "1999-01-01"},
 		{"-max-line-bytes", "0"},
+		{"-max-inflight-bytes", "0"},
 		{"-write-timeout", "-1s"},
 		{"-notify-every", "1s"},
 		{"-log-level", "loud"},
@@ -303,6 +311,22 @@ func TestBinaryBadFlags(t *testing.T) {
 	}
 }
 
+// -max-inflight-bytes is the budget of the input admitted: with one byte, a
+// request is refused while another runs.
+func TestBinaryMaxInflightBytes(t *testing.T) {
+	p := startServer(t, "-max-inflight-bytes", "1")
+	p.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":600000},` + binMeta2026 + `}}`)
+	// Lines are admitted in order: the sleep holds the budget when echo comes.
+	got := p.call(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"},` + binMeta2026 + `}}`)
+	if e, _ := got["error"].(map[string]any); e == nil || e["message"] != "Server execution capacity exhausted" {
+		t.Fatalf("echo answered %v", got)
+	}
+	p.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`)
+	if code, _ := p.exit(); code != 0 {
+		t.Fatalf("exit status %d", code)
+	}
+}
+
 // -notify-every sends the allowed application notification while the
 // connection is open.
 func TestBinaryNotifyEvery(t *testing.T) {
@@ -316,5 +340,100 @@ func TestBinaryNotifyEvery(t *testing.T) {
 	}
 	if code, _ := p.exit(); code != 0 {
 		t.Fatalf("exit status %d", code)
+	}
+}
+
+// writeKeyFile writes content to a fresh file and returns its name.
+func writeKeyFile(t *testing.T, content string) string {
+	t.Helper()
+	name := filepath.Join(t.TempDir(), "key")
+	if err := os.WriteFile(name, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+func TestParseFlagsStateKeyFile(t *testing.T) {
+	base64Key := "q3f0b6Yl0mXh1c4R2Jc0gWm1Yw9pZ2t6b3N0YXRla2V5" // 44 characters
+	raw := "\x00\x01 \n\xff" + strings.Repeat("k", 27)          // 32 bytes, whitespace inside
+	tests := []struct {
+		name    string
+		content string
+		want    string
+		wantErr string
+	}{
+		{"base64 with a newline", base64Key + "\n", base64Key, ""},
+		{"trailing CRLF and spaces", base64Key + " \t\r\n", base64Key, ""},
+		{"raw bytes", raw, raw, ""},
+		{"31 bytes and a newline", strings.Repeat("k", 31) + "\n", "", "holds 31 bytes once trailing whitespace is trimmed, want at least 32"},
+		{"only whitespace", strings.Repeat(" ", 40) + "\n", "", "holds 0 bytes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stderr strings.Builder
+			c, err := parseFlags([]string{"-state-key-file", writeKeyFile(t, tt.content)}, &stderr)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(stderr.String(), "-state-key-file: ") || !strings.Contains(stderr.String(), tt.wantErr) {
+					t.Fatalf("parseFlags = %v, stderr %q; want an error mentioning %q", err, stderr.String(), tt.wantErr)
+				}
+				return
+			}
+			if err != nil || string(c.stateKey) != tt.want {
+				t.Fatalf("parseFlags = %q, %v; want %q", c.stateKey, err, tt.want)
+			}
+		})
+	}
+	var stderr strings.Builder
+	if _, err := parseFlags([]string{"-state-key-file", filepath.Join(t.TempDir(), "missing")}, &stderr); err == nil || !strings.Contains(stderr.String(), "-state-key-file: open ") {
+		t.Errorf("missing file: %v, stderr %q", err, stderr.String())
+	}
+	if c, err := parseFlags(nil, &stderr); err != nil || c.stateKey != nil {
+		t.Errorf("no flag: state key %q, %v; want nil", c.stateKey, err)
+	}
+}
+
+// A short key file is a bad flag: exit status 2 and a message.
+func TestBinaryShortStateKeyFile(t *testing.T) {
+	cmd := exec.Command(serverBinary(t), "-state-key-file", writeKeyFile(t, "too short\n"))
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	var exitErr *exec.ExitError
+	if !errors.As(err, &exitErr) || exitErr.ExitCode() != 2 || !strings.Contains(stderr.String(), "-state-key-file") {
+		t.Fatalf("%v, stderr %q; want exit status 2 and a message naming -state-key-file", err, stderr.String())
+	}
+}
+
+// Two processes started with the same -state-key-file are replicas: the
+// second round of a multi-round tool call may reach either. A process with
+// another key refuses the state.
+func TestBinaryReplicasShareRequestState(t *testing.T) {
+	key := writeKeyFile(t, strings.Repeat("s", 32)+"\n")
+	other := writeKeyFile(t, strings.Repeat("o", 32)+"\n")
+	call := func(args ...string) string {
+		return `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"test_input_required_result_multi_round","arguments":{}` + strings.Join(args, "") +
+			`,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}}}`
+	}
+	issuer := startServer(t, "-state-key-file", key)
+	first := resultOf(t, issuer.call(call()))
+	state, ok := first["requestState"].(string)
+	if first["resultType"] != "input_required" || !ok {
+		t.Fatalf("round 1 answered %v", first)
+	}
+	round2 := call(`,"inputResponses":{"step1":{"action":"accept","content":{"name":"Alice"}}},"requestState":` + strconv.Quote(state))
+
+	replica := startServer(t, "-state-key-file", key)
+	if got := resultOf(t, replica.call(round2)); got["resultType"] != "input_required" || got["requestState"] == nil {
+		t.Fatalf("the replica answered round 2 with %v, want the next round", got)
+	}
+	stranger := startServer(t, "-state-key-file", other)
+	refused := stranger.call(round2)
+	if e, _ := refused["error"].(map[string]any); e == nil || e["code"] != float64(CodeInvalidParams) || e["message"] != msgRequestStateInvalid {
+		t.Fatalf("a process with another key answered %v, want -32602 %q", refused, msgRequestStateInvalid)
+	}
+	for _, p := range []*serverProcess{issuer, replica, stranger} {
+		if code, _ := p.exit(); code != 0 {
+			t.Errorf("exit status %d, stderr %s", code, p.stderrText())
+		}
 	}
 }

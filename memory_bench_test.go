@@ -139,3 +139,53 @@ func BenchmarkBinaryMemory(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkBinaryMemoryLargeInFlight measures the real binary's peak RSS,
+// with default flags, while 300 requests of about 1.9 MB each arrive as fast
+// as the pipe takes them: tools/call of the sleep tool (one second, with a
+// 1.9 MB padding argument, so that admitted ones stay in flight) and of the
+// echo tool (1.9 MB of text, answered with as much). MaxInflightBytes bounds
+// what is admitted; peak-rss-MiB is the figure to keep under 100. refused
+// counts the requests answered "Server execution capacity exhausted".
+func BenchmarkBinaryMemoryLargeInFlight(b *testing.B) {
+	pad := strings.Repeat("p", 1_900_000)
+	cases := []struct{ name, prefix, suffix string }{
+		{"sleep", `,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":1000,"padding":"`, `"},` + binMeta2026 + `}}` + "\n"},
+		{"echo", `,"method":"tools/call","params":{"name":"echo","arguments":{"text":"`, `"},` + binMeta2026 + `}}` + "\n"},
+	}
+	for _, tc := range cases {
+		b.Run(tc.name, func(b *testing.B) {
+			for range b.N {
+				p := startPipeClient(b, exec.Command(serverBinary(b)))
+				s := startRSSSampler(b, p.cmd.Process.Pid)
+				go func() {
+					for i := range 300 {
+						for _, piece := range []string{`{"jsonrpc":"2.0","id":` + strconv.Itoa(i), tc.prefix, pad, tc.suffix} {
+							if _, err := io.WriteString(p.in, piece); err != nil {
+								return
+							}
+						}
+					}
+				}()
+				refused := 0
+				for range 300 {
+					answer, err := p.out.ReadSlice('\n')
+					for err == bufio.ErrBufferFull {
+						_, err = p.out.ReadSlice('\n')
+					}
+					if err != nil {
+						b.Fatalf("reading an answer: %v", err)
+					}
+					if bytes.Contains(answer, []byte("Server execution capacity exhausted")) {
+						refused++
+					}
+				}
+				s.sample()
+				peak := s.stop()
+				p.close()
+				b.ReportMetric(float64(peak)/(1<<20), "peak-rss-MiB")
+				b.ReportMetric(float64(refused), "refused")
+			}
+		})
+	}
+}

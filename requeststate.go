@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
@@ -13,11 +12,9 @@ import (
 	"time"
 )
 
-// requestStateKeyBytes is the size of the random HMAC-SHA256 key.
-const requestStateKeyBytes = 32
-
 // requestStateDomain separates requestState tags from every other use of
-// the key, and names the format version.
+// the key, names the requestState key derived from a shared state key, and
+// names the format version.
 const requestStateDomain = "mcpstdio requestState v1"
 
 // Messages of the -32602 errors for a requestState that is refused.
@@ -41,11 +38,13 @@ type requestStateCodec struct {
 	now func() time.Time
 }
 
-// newRequestStateCodec draws a fresh key from crypto/rand.
-func newRequestStateCodec(ttl time.Duration) (requestStateCodec, error) {
-	key := make([]byte, requestStateKeyBytes)
-	if _, err := rand.Read(key); err != nil {
-		return requestStateCodec{}, fmt.Errorf("drawing the requestState key: %w", err)
+// newRequestStateCodec returns a codec whose key is derived from stateKey
+// (see codecKey): nil draws a fresh random key, so only this codec accepts
+// its states.
+func newRequestStateCodec(stateKey []byte, ttl time.Duration) (requestStateCodec, error) {
+	key, err := codecKey(stateKey, requestStateDomain)
+	if err != nil {
+		return requestStateCodec{}, err
 	}
 	return requestStateCodec{key: key, ttl: ttl, now: time.Now}, nil
 }
@@ -86,9 +85,9 @@ func (sc requestStateCodec) seal(method, subject string, s sealedState) (string,
 
 // open verifies a requestState received on a request of method about subject
 // and returns what it carries. A state that is malformed, forged, altered or
-// issued for another method or subject (or by another Runtime) is -32602
-// "requestState integrity check failed"; a genuine state past its expiry is
-// -32602 "requestState expired".
+// issued for another method or subject (or by a Runtime with another state
+// key) is -32602 "requestState integrity check failed"; a genuine state past
+// its expiry is -32602 "requestState expired".
 func (sc requestStateCodec) open(method, subject, token string) (sealedState, *RPCError) {
 	encPayload, encTag, ok := strings.Cut(token, ".")
 	if !ok {

@@ -10,7 +10,7 @@ import (
 
 func newTestStateCodec(t *testing.T, ttl time.Duration, now time.Time) requestStateCodec {
 	t.Helper()
-	sc, err := newRequestStateCodec(ttl)
+	sc, err := newRequestStateCodec(nil, ttl)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,5 +104,38 @@ func TestRequestStateRefusesUnknownPayload(t *testing.T) {
 		if _, rerr := sc.open("tools/call", "t", token); rerr == nil || rerr.Message != msgRequestStateInvalid {
 			t.Errorf("payload %q: open = %+v", payload, rerr)
 		}
+	}
+}
+
+// Runtimes given the same StateKey accept each other's requestStates: the
+// retry of an input_required round may reach another replica. A different
+// key, or none, refuses them.
+func TestRequestStateAcrossReplicas(t *testing.T) {
+	replica := func(key []byte) *Runtime {
+		opts := testOptions()
+		opts.StateKey = key
+		return askingRuntime(t, opts, survey)
+	}
+	tests := []struct {
+		name         string
+		issuer, user []byte
+		accepted     bool
+	}{
+		{"same key", stateKey(1), stateKey(1), true},
+		{"different keys", stateKey(1), stateKey(2), false},
+		{"issuer has no key", nil, stateKey(1), false},
+		{"user has no key", stateKey(1), nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			state := wantInputRequired(t, dispatch(replica(tt.issuer), mrtrRequest("tools/call", retry("ask", "", ""), allCaps2026)), surveyAB)
+			reply := dispatch(replica(tt.user), mrtrRequest("tools/call", retry("ask", `{"a":`+elicitAccepted+`,"b":`+sampledText+`}`, state), allCaps2026))
+			if !tt.accepted {
+				wantError(t, reply, CodeInvalidParams, msgRequestStateInvalid, "")
+				return
+			}
+			s := wantInputRequired(t, reply, surveyC)
+			wantResult(t, dispatch(replica(tt.user), mrtrRequest("tools/call", retry("ask", `{"c":`+rootsListed+`}`, s), allCaps2026)), completeText(surveyOK))
+		})
 	}
 }

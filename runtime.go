@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"runtime/debug"
 	"slices"
 	"sync"
@@ -47,6 +49,11 @@ type RuntimeOptions struct {
 	// RequestStateTTL is how long a 2026 requestState stays valid (SPEC
 	// §10.2): 0 means one hour; a negative value means it never expires.
 	RequestStateTTL time.Duration
+	// StateKey is the secret that signs pagination cursors and 2026
+	// requestStates, so that replicas given the same StateKey accept each
+	// other's; nil draws a random key, and then only this Runtime accepts
+	// them. It must be at least 32 bytes; NewRuntime does not keep it.
+	StateKey []byte
 	// ToolsListChanged, PromptsListChanged and ResourcesListChanged set
 	// listChanged in the advertised capabilities.
 	ToolsListChanged     bool
@@ -101,6 +108,8 @@ type Runtime struct {
 	mu  sync.RWMutex
 	cat catalog // guarded by mu
 
+	plans planCache // of the types handlers bind and typed tools return
+
 	watchers changeWatchers
 }
 
@@ -112,11 +121,11 @@ func NewRuntime(opts RuntimeOptions) (*Runtime, error) {
 	if err := validateRuntimeOptions(&opts); err != nil {
 		return nil, fmt.Errorf("runtime options: %w", err)
 	}
-	cursors, err := newCursorCodec()
+	cursors, err := newCursorCodec(opts.StateKey)
 	if err != nil {
 		return nil, err
 	}
-	states, err := newRequestStateCodec(opts.RequestStateTTL)
+	states, err := newRequestStateCodec(opts.StateKey, opts.RequestStateTTL)
 	if err != nil {
 		return nil, err
 	}
@@ -176,6 +185,9 @@ func validateRuntimeOptions(opts *RuntimeOptions) error {
 	default:
 		return fmt.Errorf("CacheScope %q is neither %q nor %q", opts.CacheScope, CacheScopePrivate, CacheScopePublic)
 	}
+	if opts.StateKey != nil && len(opts.StateKey) < minStateKeyBytes {
+		return fmt.Errorf("StateKey is %d bytes, want at least %d", len(opts.StateKey), minStateKeyBytes)
+	}
 	if opts.DefaultLogLevel != "" && logSeverity(opts.DefaultLogLevel) < 0 {
 		return fmt.Errorf("DefaultLogLevel %q is not an MCP log level", opts.DefaultLogLevel)
 	}
@@ -202,6 +214,7 @@ func (rt *Runtime) ProtocolVersions() []string { return slices.Clone(rt.versions
 // call is one request being dispatched: the transport's request, its params
 // decoded one level deep, and what dialect selection learned.
 type call struct {
+	rt     *Runtime
 	req    *Request
 	params paramsObject
 	dialectInfo
@@ -219,7 +232,7 @@ func (rt *Runtime) Dispatch(ctx context.Context, req *Request) Reply {
 	}
 	// c is filled in place: its parts are large enough that copying them
 	// shows in the profile.
-	c := &call{req: req}
+	c := &call{rt: rt, req: req}
 	if rerr := decodeParams(req, &c.params); rerr != nil {
 		return Reply{Error: rerr}
 	}
@@ -301,18 +314,65 @@ type HandlerRequest struct {
 	// percent-decoded; nil for a static resource.
 	Variables map[string]string
 
+	rt            *Runtime        // nil for a HandlerRequest built outside Dispatch
 	peer          Peer            // nil when there is no client to reach
 	progressToken json.RawMessage // the request's _meta.progressToken, nil when absent
 	logThreshold  string          // see Runtime.logThreshold
 	progress      progressState
 }
 
-// Bind decodes Arguments into v with encoding/json.
+// Bind decodes Arguments into v, a non-nil pointer, as encoding/json does
+// except that a member binds only to the field whose json name (or Go name,
+// when untagged) is exactly its key, case included; members that match no
+// field are ignored (bind.go has the details). A value that does not fit
+// gives an *ArgumentError whose message names the argument, such as
+// `Invalid arguments: "ms" must be an integer`; the detail goes to the
+// runtime's Logger at debug level. A tool handler returns that error as is:
+// the client sees a result with isError true and that message.
 func (r *HandlerRequest) Bind(v any) error {
-	if err := json.Unmarshal(r.Arguments, v); err != nil {
-		return fmt.Errorf("invalid arguments: %w", err)
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() {
+		err := &ArgumentError{Problem: "cannot be bound", cause: fmt.Sprintf("Bind needs a non-nil pointer, got %T", v)}
+		r.logBindFailure(err)
+		return err
+	}
+	var plans *planCache
+	if r.rt != nil {
+		plans = &r.rt.plans
+	}
+	args := bytes.TrimRight(r.Arguments[skipJSONSpace(r.Arguments, 0):], " \t\r\n")
+	if len(args) > 0 && !json.Valid(args) {
+		err := &ArgumentError{Problem: "must be a JSON object", cause: "Arguments is not valid JSON text"}
+		r.logBindFailure(err)
+		return err
+	}
+	return r.bindValue(args, rv.Elem(), plans.planFor(rv.Type().Elem()), binder{})
+}
+
+// bindValue binds args, validated JSON text without surrounding whitespace,
+// to v following p, with b's rules; empty args are {}. A failure is logged
+// and returned as an *ArgumentError.
+func (r *HandlerRequest) bindValue(args json.RawMessage, v reflect.Value, p *typePlan, b binder) error {
+	if len(args) == 0 {
+		args = json.RawMessage(`{}`)
+	}
+	if err := b.bind(args, v, p); err != nil {
+		r.logBindFailure(err)
+		return err
 	}
 	return nil
+}
+
+func (r *HandlerRequest) logBindFailure(err *ArgumentError) {
+	r.logger().Debug("arguments did not bind", "method", r.Method, "name", r.Name, "argument", err.Path, "problem", err.Problem, "cause", err.cause)
+}
+
+// logger returns the runtime's logger, or one that discards.
+func (r *HandlerRequest) logger() *slog.Logger {
+	if r.rt == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return r.rt.logger
 }
 
 // HasClientCapability reports whether the client declared the named
@@ -367,6 +427,7 @@ func (c *call) handlerRequest() *HandlerRequest {
 	r.Method, r.ProtocolVersion = c.req.Method, c.version
 	r.ClientInfo, r.ClientCapabilities, r.Meta = c.clientInfo, c.clientCapabilities, c.meta
 	r.peer, r.progressToken, r.logThreshold = c.req.Peer, c.progressToken, c.logThreshold
+	r.rt = c.rt
 	return r
 }
 

@@ -151,6 +151,9 @@ func TestNewRuntimeOptions(t *testing.T) {
 		{"negative ttl", func(o *RuntimeOptions) { o.CacheTTLMs = -5 }, "runtime options: CacheTTLMs -5 is negative"},
 		{"bad scope", func(o *RuntimeOptions) { o.CacheScope = "shared" }, `runtime options: CacheScope "shared" is neither "private" nor "public"`},
 		{"public scope", func(o *RuntimeOptions) { o.CacheScope = CacheScopePublic }, ""},
+		{"32-byte state key", func(o *RuntimeOptions) { o.StateKey = make([]byte, 32) }, ""},
+		{"31-byte state key", func(o *RuntimeOptions) { o.StateKey = make([]byte, 31) }, "runtime options: StateKey is 31 bytes, want at least 32"},
+		{"empty state key", func(o *RuntimeOptions) { o.StateKey = []byte{} }, "runtime options: StateKey is 0 bytes, want at least 32"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -468,23 +471,6 @@ func TestHandlerRequestFields(t *testing.T) {
 				t.Errorf("data = %s", data)
 			}
 		})
-	}
-}
-
-func TestBind(t *testing.T) {
-	req := &HandlerRequest{Arguments: json.RawMessage(`{"text":"hi","n":3}`)}
-	var args struct {
-		Text string `json:"text"`
-		N    int    `json:"n"`
-	}
-	if err := req.Bind(&args); err != nil || args.Text != "hi" || args.N != 3 {
-		t.Fatalf("Bind = %v, %+v", err, args)
-	}
-	var wrong struct {
-		Text int `json:"text"`
-	}
-	if err := req.Bind(&wrong); err == nil || !strings.HasPrefix(err.Error(), "invalid arguments: ") {
-		t.Fatalf("Bind into a mismatched type = %v", err)
 	}
 }
 

@@ -137,6 +137,9 @@ func (t Tool) forVersion(v string) Tool {
 	if v == ProtocolVersion20250618 {
 		t.Icons = nil
 	}
+	if !supportsStructuredContent(v) {
+		t.OutputSchema = nil
+	}
 	return t
 }
 
@@ -228,7 +231,13 @@ func (rt *Runtime) toolResultReply(c *call, res *ToolResult) Reply {
 	}
 	if size, ok := rt.plainToolResultSize(c, res); ok {
 		frame := startResultFrame(c.req, size)
-		return framedResult(rt.appendPlainToolResult(frame, c, res), len(frame))
+		start := len(frame)
+		frame, err := rt.appendPlainToolResult(frame, c, res)
+		if err != nil {
+			rt.logger.Error("encoding a result failed", "method", c.req.Method, "err", err)
+			return Reply{Error: internalError()}
+		}
+		return framedResult(frame, start)
 	}
 	content := res.Content
 	if content == nil {
@@ -289,8 +298,9 @@ func missingKeys[V any](present map[string]V, required []string) []string {
 // plainToolResultSize accepts, as toolResultReply's encoding/json path would
 // produce it (marshalJSON of callToolResult). It is compact, pure ASCII and,
 // unless the text needs more than a few escapes, plainToolResultSize bytes
-// at most.
-func (rt *Runtime) appendPlainToolResult(dst []byte, c *call, res *ToolResult) []byte {
+// at most. It fails only when a typed tool's structured content does not
+// encode.
+func (rt *Runtime) appendPlainToolResult(dst []byte, c *call, res *ToolResult) ([]byte, error) {
 	dst = append(dst, `{"content":[`...)
 	for i, block := range res.Content {
 		if i > 0 {
@@ -301,6 +311,13 @@ func (rt *Runtime) appendPlainToolResult(dst []byte, c *call, res *ToolResult) [
 		dst = append(dst, '}')
 	}
 	dst = append(dst, ']')
+	if s, ok := res.StructuredContent.(*structuredOutput); ok {
+		dst = append(dst, `,"structuredContent":`...)
+		var err error
+		if dst, err = s.appendJSON(dst); err != nil {
+			return dst, err
+		}
+	}
 	if res.IsError {
 		dst = append(dst, `,"isError":true`...)
 	}
@@ -308,19 +325,26 @@ func (rt *Runtime) appendPlainToolResult(dst []byte, c *call, res *ToolResult) [
 		dst = append(dst, `,"resultType":"complete","_meta":`...)
 		dst = append(dst, rt.serverInfoMeta...)
 	}
-	return append(dst, '}')
+	return append(dst, '}'), nil
 }
 
 // plainToolResultSize reports whether res has the common shape
 // appendPlainToolResult writes directly: content blocks that are all plain
-// text (no annotations, no _meta), no structuredContent and no handler
-// _meta. If so it returns how many bytes the encoding takes at most when each
-// block's text needs no more than a few escapes.
+// text (no annotations, no _meta), no structuredContent other than a typed
+// tool's, and no handler _meta. If so it returns how many bytes the encoding
+// takes at most when each block's text needs no more than a few escapes.
 func (rt *Runtime) plainToolResultSize(c *call, res *ToolResult) (int, bool) {
-	if res.StructuredContent != nil || res.Meta != nil {
+	if res.Meta != nil {
 		return 0, false
 	}
 	size := len(`{"content":[]}`) + len(`,"isError":true`)
+	if res.StructuredContent != nil {
+		s, ok := res.StructuredContent.(*structuredOutput)
+		if !ok {
+			return 0, false
+		}
+		size += len(`,"structuredContent":`) + s.sizeHint()
+	}
 	for _, block := range res.Content {
 		if block.Type != ContentText || block.Annotations != nil || block.Meta != nil {
 			return 0, false

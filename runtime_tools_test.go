@@ -161,7 +161,7 @@ func TestCallTool(t *testing.T) {
 			IsError bool
 		}
 		decodeResult(t, dispatch(rt, statelessRequest("tools/call", `{"name":"echo","arguments":{"text":5,"n":1}}`)), &res)
-		if !res.IsError || len(res.Content) != 1 || !strings.HasPrefix(res.Content[0].Text, "invalid arguments: ") {
+		if !res.IsError || len(res.Content) != 1 || res.Content[0].Text != `Invalid arguments: "text" must be a string` {
 			t.Errorf("result %+v", res)
 		}
 	})

@@ -6,8 +6,33 @@ import (
 	"sync"
 )
 
-// Limits of a subscriptions/listen request.
-const maxListenResources = 1000
+// Limits of subscriptions (SPEC §9.4). How many subscriptions a connection
+// holds is Options.MaxSubscriptions, enforced by the coordinator.
+const (
+	// maxListenResources is how many URIs one subscriptions/listen request
+	// may name.
+	maxListenResources = 1000
+	// maxSubscriptionURIBytes is the length of any URI a connection
+	// subscribes to, with resources/subscribe or in a listen request's
+	// resourceSubscriptions: what the connection keeps per subscription
+	// stays small whatever the line limit.
+	maxSubscriptionURIBytes = 1000
+)
+
+// subscriptionURIError is the -32602 refusing uri as a subscription's URI,
+// or nil when uri is within maxSubscriptionURIBytes.
+func subscriptionURIError(uri string) *RPCError {
+	if len(uri) <= maxSubscriptionURIBytes {
+		return nil
+	}
+	return invalidParams(fmt.Sprintf("URI exceeds the %d-byte limit", maxSubscriptionURIBytes))
+}
+
+// errSubscriptionLimit is the -32602 refusing a resources/subscribe of a new
+// URI on a connection that holds limit subscriptions already.
+func errSubscriptionLimit(limit int) *RPCError {
+	return invalidParams(fmt.Sprintf("Subscription limit reached (%d)", limit))
+}
 
 // changeWatchers are the callbacks of WatchChanges, guarded by their mutex.
 type changeWatchers struct {
@@ -89,13 +114,17 @@ func (rt *Runtime) NotifyResourceUpdated(uri string) {
 }
 
 // subscribeResource answers resources/subscribe and resources/unsubscribe
-// (initialize era): the transport keeps the connection's set of URIs.
+// (initialize era): the transport keeps the connection's set of URIs, and
+// refuses a subscription over its limit (see coordinator.admitSubscribe).
 func (rt *Runtime) subscribeResource(c *call, subscribe bool) Reply {
 	uri, ok := decodeString(c.params.uri)
 	if !ok || uri == "" {
 		return Reply{Error: invalidParams("Invalid params: " + c.req.Method + " requires a string uri")}
 	}
 	if subscribe {
+		if err := subscriptionURIError(uri); err != nil {
+			return Reply{Error: err}
+		}
 		if handler, _ := rt.findResource(uri); handler == nil {
 			return Reply{Error: resourceNotFound(c, uri)}
 		}
@@ -125,6 +154,11 @@ func (rt *Runtime) listen(c *call) Reply {
 	}
 	if len(asked.ResourceSubscriptions) > maxListenResources {
 		return Reply{Error: invalidParams(fmt.Sprintf("Invalid params: at most %d resourceSubscriptions", maxListenResources))}
+	}
+	for _, uri := range asked.ResourceSubscriptions {
+		if err := subscriptionURIError(uri); err != nil {
+			return Reply{Error: err}
+		}
 	}
 	caps := rt.capabilities()
 	honoured := listenRequest{

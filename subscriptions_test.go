@@ -105,6 +105,8 @@ func TestListenBadParams(t *testing.T) {
 			`{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"Invalid params: subscriptions/listen requires a notifications object"}}`},
 		{"too many resources", listenLine("1", `{"resourceSubscriptions":`+string(manyURIs)+`}`),
 			`{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"Invalid params: at most 1000 resourceSubscriptions"}}`},
+		{"URI too long", listenLine("1", `{"resourceSubscriptions":["test://a","test://t/`+strings.Repeat("x", maxSubscriptionURIBytes)+`"]}`),
+			`{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"URI exceeds the 1000-byte limit"}}`},
 		{"no 2026 _meta", `{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"notifications":{}}}`,
 			`~"id":1,"error":{"code":-32602,"message":"Missing _meta`},
 	}
@@ -327,6 +329,70 @@ func TestLegacyResourceSubscriptions(t *testing.T) {
 		}, updated("test://t/5")},
 	}
 	h.runSteps(steps)
+}
+
+// Initialize era: the URIs subscribed count against MaxSubscriptions, together
+// with listen streams; a URI subscribed again does not count twice; over the
+// limit, or for a URI over maxSubscriptionURIBytes, the subscription is
+// refused -32602 and not recorded; unsubscribing makes room again.
+func TestLegacySubscriptionLimits(t *testing.T) {
+	rt := subscriptionRuntime(t, allChanges())
+	h := startHarnessWith(t, Options{MaxSubscriptions: 3}, rt)
+	h.initialize("2025-11-25")
+	ok := func(id string) string { return `{"jsonrpc":"2.0","id":` + id + `,"result":{}}` + "\n" }
+	limit := func(id string) string {
+		return `{"jsonrpc":"2.0","id":` + id + `,"error":{"code":-32602,"message":"Subscription limit reached (3)"}}` + "\n"
+	}
+	longURI := "test://t/" + strings.Repeat("x", maxSubscriptionURIBytes-len("test://t/"))
+	tooLong := func(id string) string {
+		return `{"jsonrpc":"2.0","id":` + id + `,"error":{"code":-32602,"message":"URI exceeds the 1000-byte limit"}}` + "\n"
+	}
+	h.expectAnswer(subscribeLine("1", "subscribe", "test://a"), ok("1"))
+	h.expectAnswer(subscribeLine("2", "subscribe", "test://a"), ok("2")) // counted once
+	h.expectAnswer(subscribeLine("3", "subscribe", longURI), ok("3"))    // exactly at the URI limit
+	h.expectAnswer(subscribeLine("4", "subscribe", longURI+"x"), tooLong("4"))
+	h.expectAnswer(subscribeLine("5", "subscribe", "test://nope"+strings.Repeat("x", maxSubscriptionURIBytes)), tooLong("5"))
+	h.listen(`"s"`, `{}`, `{}`) // the third subscription
+	h.expectAnswer(subscribeLine("6", "subscribe", "test://b"), limit("6"))
+	h.expectAnswer(subscribeLine("7", "subscribe", "test://a"), ok("7")) // already held: still fine
+	full := `{"jsonrpc":"2.0","id":"s2","error":{"code":-32603,"message":"Server subscription capacity exhausted"}}` + "\n"
+	h.expectAnswer(listenLine(`"s2"`, `{}`), full)
+
+	updated := func(uri string) string { return legacyFrame("notifications/resources/updated", `{"uri":"`+uri+`"}`) }
+	steps := []changeStep{
+		{"a refused URI was not recorded", func() {
+			rt.NotifyResourceUpdated("test://b")
+			rt.NotifyResourceUpdated("test://a")
+		}, updated("test://a")},
+		{"unsubscribing makes room", func() {
+			h.expectAnswer(subscribeLine("8", "unsubscribe", "test://a"), ok("8"))
+			h.expectAnswer(subscribeLine("9", "subscribe", "test://b"), ok("9"))
+			h.expectAnswer(subscribeLine("10", "subscribe", "test://a"), limit("10"))
+			rt.NotifyResourceUpdated("test://a")
+			rt.NotifyResourceUpdated("test://b")
+		}, updated("test://b")},
+	}
+	h.runSteps(steps)
+}
+
+// The coordinator enforces the limits whatever the dispatcher: a success
+// reply that subscribes over the limit, or to an over-long URI, is answered
+// with the error instead.
+func TestLegacySubscriptionLimitsOfAnyDispatcher(t *testing.T) {
+	d := methodDispatcher{"sub": func(_ context.Context, req *Request) Reply {
+		var p struct{ URI string }
+		json.Unmarshal(req.Params, &p)
+		return Reply{Result: json.RawMessage(`{}`), Subscribe: p.URI}
+	}}
+	h := startHarnessWith(t, Options{MaxSubscriptions: 1}, d)
+	line := func(id, uri string) string {
+		return `{"jsonrpc":"2.0","id":` + id + `,"method":"sub","params":{"uri":"` + uri + `"}}`
+	}
+	h.expectAnswer(line("1", "x://1"), `{"jsonrpc":"2.0","id":1,"result":{}}`+"\n")
+	h.expectAnswer(line("2", "x://1"), `{"jsonrpc":"2.0","id":2,"result":{}}`+"\n")
+	h.expectAnswer(line("3", "x://2"), `{"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"Subscription limit reached (1)"}}`+"\n")
+	h.expectAnswer(line("4", strings.Repeat("x", maxSubscriptionURIBytes+1)), `{"jsonrpc":"2.0","id":4,"error":{"code":-32602,"message":"URI exceeds the 1000-byte limit"}}`+"\n")
+	h.noFramesLeft()
 }
 
 // Initialize era: list_changed notifications follow catalog changes of the

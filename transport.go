@@ -37,17 +37,28 @@ type Options struct {
 	// RequestTimeout is each request's deadline, counted from when it starts
 	// running; 0 means the executor's default (30s), negative means none.
 	RequestTimeout time.Duration
-	// MaxSubscriptions limits open subscriptions/listen streams (default 32).
+	// MaxSubscriptions limits the subscriptions one connection holds
+	// (default 32): open subscriptions/listen streams and URIs subscribed
+	// with resources/subscribe count together. A listen request over it is
+	// answered -32603 "Server subscription capacity exhausted", a
+	// resources/subscribe of a new URI -32602 "Subscription limit reached
+	// (N)". A subscribed URI is at most 1000 bytes long.
 	MaxSubscriptions int
 	// NotificationMethods lists the methods Notify may send (default none).
 	NotificationMethods []string
 
 	// Executor runs the work. When nil the transport creates one with
-	// MaxConcurrency and MaxQueue (see ExecutorOptions) and closes it when
-	// Serve returns; an injected executor is never closed by the transport.
-	Executor       *Executor
-	MaxConcurrency int
-	MaxQueue       int
+	// MaxConcurrency, MaxQueue and MaxInflightBytes (see ExecutorOptions)
+	// and closes it when Serve returns; an injected executor is never closed
+	// by the transport. Each message is submitted with its line's length as
+	// its size, so MaxInflightBytes (default 64 MiB; negative: no bound)
+	// bounds the input the admitted messages hold; a message over it is
+	// answered -32603 "Server execution capacity exhausted", as over
+	// MaxConcurrency and MaxQueue.
+	Executor         *Executor
+	MaxConcurrency   int
+	MaxQueue         int
+	MaxInflightBytes int
 
 	// Logger receives diagnostics, never protocol output (default
 	// slog.Default()).
@@ -92,7 +103,7 @@ func NewTransport(d Dispatcher, opts Options) (*Transport, error) {
 		calls:      make(chan *peerCall),
 	}
 	if t.executor == nil {
-		e, err := NewExecutor(ExecutorOptions{MaxConcurrency: opts.MaxConcurrency, MaxQueue: opts.MaxQueue})
+		e, err := NewExecutor(ExecutorOptions{MaxConcurrency: opts.MaxConcurrency, MaxQueue: opts.MaxQueue, MaxInflightBytes: opts.MaxInflightBytes})
 		if err != nil {
 			return nil, fmt.Errorf("mcpstdio: %w", err)
 		}
@@ -113,8 +124,8 @@ func (o *Options) normalize() error {
 		return fmt.Errorf("mcpstdio: Options.MaxLineBytes must be positive, got %d", o.MaxLineBytes)
 	case o.MaxSubscriptions < 0:
 		return fmt.Errorf("mcpstdio: Options.MaxSubscriptions must be positive, got %d", o.MaxSubscriptions)
-	case o.Executor != nil && (o.MaxConcurrency != 0 || o.MaxQueue != 0):
-		return errors.New("mcpstdio: Options.MaxConcurrency and MaxQueue apply only when the transport creates its executor")
+	case o.Executor != nil && (o.MaxConcurrency != 0 || o.MaxQueue != 0 || o.MaxInflightBytes != 0):
+		return errors.New("mcpstdio: Options.MaxConcurrency, MaxQueue and MaxInflightBytes apply only when the transport creates its executor")
 	}
 	if err := validateNotificationMethods(o.NotificationMethods); err != nil {
 		return err

@@ -82,12 +82,15 @@ func (w *frameRecorder) Write(p []byte) (int, error) {
 //	ignore  reports started, waits for release only (ignores ctx)
 //	panic   panics
 //	session result = the request's header and session
-//	initialize  succeeds, negotiating params.protocolVersion
+//	initialize  succeeds, negotiating params.protocolVersion; with initGate
+//	            set, reports started and first waits until initGate is
+//	            closed, then fails when its params contain "fail"
 type testDispatcher struct {
-	started   chan string // id of each block/ignore request that started
+	started   chan string // id of each block/ignore (or gated initialize) request that started
 	cancelled chan string // id of each block request whose ctx ended
 	release   chan struct{}
-	notified  chan string // method of each notification dispatched
+	notified  chan string   // method of each notification dispatched
+	initGate  chan struct{} // nil: initialize does not wait; set before Serve
 }
 
 func newTestDispatcher() *testDispatcher {
@@ -126,6 +129,13 @@ func (d *testDispatcher) Dispatch(ctx context.Context, req *Request) Reply {
 		b, _ := json.Marshal(map[string]any{"header": req.Header, "version": req.Session.ProtocolVersion})
 		return Reply{Result: b}
 	case "initialize":
+		if d.initGate != nil {
+			d.started <- string(req.ID)
+			<-d.initGate
+			if bytes.Contains(req.Params, []byte("fail")) {
+				return Reply{Error: &RPCError{Code: CodeInvalidParams, Message: "Invalid params: refused"}}
+			}
+		}
 		var p struct{ ProtocolVersion string }
 		json.Unmarshal(req.Params, &p)
 		return Reply{Result: json.RawMessage(`{}`), Initialized: &Session{ProtocolVersion: p.ProtocolVersion}}

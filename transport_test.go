@@ -219,6 +219,52 @@ func TestOverloadAnswersCapacityExhausted(t *testing.T) {
 	}
 }
 
+// Each message counts its line's length against MaxInflightBytes while it
+// runs: over the budget a request is answered capacity exhausted and a
+// notification dropped; a line larger than the whole budget is served when
+// nothing else is in flight.
+func TestInflightBytesAnswerCapacityExhausted(t *testing.T) {
+	block := func(id string, pad int) string {
+		return `{"jsonrpc":"2.0","id":` + id + `,"method":"block","params":{"pad":"` + strings.Repeat("p", pad) + `"}}`
+	}
+	line := block("1", 0)
+	h := startHarness(t, Options{MaxInflightBytes: 2*len(line) + 10})
+	h.send(block("1", 0))
+	h.d.waitStarted(t)
+	h.send(block("2", 0))
+	h.d.waitStarted(t)
+	want := `{"jsonrpc":"2.0","id":3,"error":{"code":-32603,"message":"Server execution capacity exhausted"}}` + "\n"
+	if got := h.roundTrip(block("3", 11)); got != want {
+		t.Fatalf("got %s, want %s", got, want)
+	}
+	h.send(`{"jsonrpc":"2.0","method":"notifications/dropped","params":{"pad":"` + strings.Repeat("p", 100) + `"}}`)
+	h.sync() // the notification was handled while 1 and 2 held the budget
+	h.d.release <- struct{}{}
+	h.d.release <- struct{}{}
+	for range 2 {
+		if got := h.next(); !strings.Contains(got, `"released":true`) {
+			t.Fatalf("got %s", got)
+		}
+	}
+	h.send(block("4", 200)) // over the whole budget, alone in flight
+	h.d.waitStarted(t)
+	if got := h.roundTrip(`{"jsonrpc":"2.0","id":5,"method":"echo"}`); !strings.Contains(got, "Server execution capacity exhausted") {
+		t.Fatalf("beside an over-budget line: got %s", got)
+	}
+	h.d.release <- struct{}{}
+	if got := h.next(); !strings.Contains(got, `"id":4,`) {
+		t.Fatalf("got %s", got)
+	}
+	select {
+	case m := <-h.d.notified:
+		t.Fatalf("the notification over the budget was dispatched: %s", m)
+	default:
+	}
+	if err, rest := h.finish(); err != nil || len(rest) != 0 {
+		t.Fatalf("Serve = %v, extra frames %q", err, rest)
+	}
+}
+
 func TestRequestTimeout(t *testing.T) {
 	h := startHarness(t, Options{RequestTimeout: 20 * time.Millisecond})
 	want := `{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"Request execution timed out"}}` + "\n"
@@ -598,6 +644,7 @@ func TestOptionsValidation(t *testing.T) {
 		{"negative subscriptions", Options{Input: in, Output: out, MaxSubscriptions: -1}, "MaxSubscriptions must be positive"},
 		{"negative concurrency", Options{Input: in, Output: out, MaxConcurrency: -1}, "oncurrency"},
 		{"limits with injected executor", Options{Input: in, Output: out, Executor: ex, MaxQueue: 3}, "apply only when"},
+		{"byte budget with injected executor", Options{Input: in, Output: out, Executor: ex, MaxInflightBytes: 3}, "apply only when"},
 		{"method without prefix", Options{Input: in, Output: out, NotificationMethods: []string{"hello"}}, `must start with "notifications/"`},
 		{"bare prefix", Options{Input: in, Output: out, NotificationMethods: []string{"notifications/"}}, `must start with "notifications/"`},
 		{"protocol method", Options{Input: in, Output: out, NotificationMethods: []string{"notifications/progress"}}, "defined by the protocol"},

@@ -111,7 +111,9 @@ func describeElicitation(res *ElicitResult) string {
 // sampleLLM serves test_sampling: it asks the client's LLM the prompt
 // argument and answers "LLM response: <text>".
 func sampleLLM(ctx context.Context, req *HandlerRequest) (*ToolResult, error) {
-	var args struct{ Prompt string }
+	var args struct {
+		Prompt string `json:"prompt"`
+	}
 	if err := req.Bind(&args); err != nil {
 		return nil, err
 	}
@@ -125,7 +127,9 @@ func sampleLLM(ctx context.Context, req *HandlerRequest) (*ToolResult, error) {
 // elicitUserInfo serves test_elicitation: it asks for a username and an
 // email with the message argument.
 func elicitUserInfo(ctx context.Context, req *HandlerRequest) (*ToolResult, error) {
-	var args struct{ Message string }
+	var args struct {
+		Message string `json:"message"`
+	}
 	if err := req.Bind(&args); err != nil {
 		return nil, err
 	}

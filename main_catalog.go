@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"time"
 )
@@ -33,7 +32,6 @@ const maxSleepMs = 600000
 // Input schemas of the reference tools.
 const (
 	noArgumentsSchema = `{"type":"object","properties":{}}`
-	echoSchema        = `{"type":"object","properties":{"text":{"type":"string","description":"The text to return"}},"required":["text"]}`
 	sleepSchema       = `{"type":"object","properties":{"ms":{"type":"integer","minimum":0,"maximum":600000,"description":"How long to wait, in milliseconds"}},"required":["ms"]}`
 	// jsonSchema202012ToolSchema is served byte for byte as the conformance
 	// suite defines it: its checks look for $schema, $defs with $anchor,
@@ -88,12 +86,18 @@ func registerReferenceCatalog(rt *Runtime) error {
 // ---- tools ----
 
 func registerReferenceTools(rt *Runtime, m referenceMedia) error {
+	echo := Tool{Name: "echo", Description: "Returns the given text unchanged, as one text content block"}
+	if err := AddTypedTool(rt, echo, echoText); err != nil {
+		return err
+	}
+	sleep := referenceTool("sleep", "Waits the given number of milliseconds (at most 600000), or until the request is cancelled or times out; for testing client timeouts and cancellation", sleepSchema)
+	if err := AddTypedTool(rt, sleep, sleepFor); err != nil {
+		return err
+	}
 	tools := []struct {
 		tool    Tool
 		handler ToolHandler
 	}{
-		{referenceTool("echo", "Returns the given text unchanged, as one text content block", echoSchema), echoText},
-		{referenceTool("sleep", "Waits the given number of milliseconds (at most 600000), or until the request is cancelled or times out; for testing client timeouts and cancellation", sleepSchema), sleepFor},
 		{referenceTool("test_simple_text", "Tests simple text content response", noArgumentsSchema),
 			fixedToolResult(TextContent("This is a simple text response for testing."))},
 		{referenceTool("test_image_content", "Tests image content response", noArgumentsSchema),
@@ -135,72 +139,52 @@ func fixedToolResult(content ...Content) ToolHandler {
 	}
 }
 
-// echoText serves the echo tool: {"text": string} → that text.
-func echoText(_ context.Context, req *HandlerRequest) (*ToolResult, error) {
-	// The exact member first, without decoding the rest; Bind (which also
-	// matches "Text" and "TEXT", as encoding/json does) only when it is absent.
-	raw, found := jsonObject(req.Arguments).lookup("text")
-	if !found {
-		var args struct {
-			Text json.RawMessage `json:"text"`
-		}
-		if err := req.Bind(&args); err != nil {
-			return nil, err
-		}
-		raw = args.Text
-	}
-	text, ok := decodeString(raw)
-	if !ok {
-		return nil, errors.New("echo: text must be a string")
-	}
-	return TextResult(text), nil
+// echoInput and echoOutput are the echo tool's arguments and result:
+// {"text": string} → the same text, as structured content and as text.
+type echoInput struct {
+	Text string `json:"text" jsonschema:"The text to return"`
 }
+
+type echoOutput struct {
+	Text string `json:"text" jsonschema:"The text given"`
+}
+
+// String is the result's text content: the text itself.
+func (o echoOutput) String() string { return o.Text }
+
+// echoText serves the echo tool.
+func echoText(_ context.Context, _ *HandlerRequest, in echoInput) (echoOutput, error) {
+	return echoOutput(in), nil
+}
+
+// sleepInput and sleepOutput are the sleep tool's arguments and result. Its
+// input schema is sleepSchema, which states the bounds of ms.
+type sleepInput struct {
+	Ms int64 `json:"ms"`
+}
+
+type sleepOutput struct {
+	SleptMs int64 `json:"sleptMs" jsonschema:"How long the call waited, in milliseconds"`
+}
+
+// String is the result's text content: "slept <ms> ms".
+func (o sleepOutput) String() string { return fmt.Sprintf("slept %d ms", o.SleptMs) }
 
 // sleepFor serves the sleep tool: {"ms": 0..600000} → waits, then answers
 // "slept <ms> ms". When ctx is done first it returns ctx.Err() at once; the
 // transport then writes nothing (cancellation) or its timeout error.
-func sleepFor(ctx context.Context, req *HandlerRequest) (*ToolResult, error) {
-	ms, err := sleepMilliseconds(req)
-	if err != nil {
-		return nil, err
+func sleepFor(ctx context.Context, _ *HandlerRequest, in sleepInput) (sleepOutput, error) {
+	if in.Ms < 0 || in.Ms > maxSleepMs {
+		return sleepOutput{}, fmt.Errorf("sleep: ms must be an integer from 0 to %d", maxSleepMs)
 	}
-	timer := time.NewTimer(time.Duration(ms) * time.Millisecond)
+	timer := time.NewTimer(time.Duration(in.Ms) * time.Millisecond)
 	defer timer.Stop()
 	select {
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return sleepOutput{}, ctx.Err()
 	case <-timer.C:
-		return TextResult(fmt.Sprintf("slept %d ms", ms)), nil
+		return sleepOutput{SleptMs: in.Ms}, nil
 	}
-}
-
-// sleepMilliseconds reads the sleep tool's ms argument: a JSON number with an
-// integer value (250 or 250.0) from 0 to maxSleepMs.
-func sleepMilliseconds(req *HandlerRequest) (int64, error) {
-	var args struct {
-		Ms json.RawMessage `json:"ms"`
-	}
-	if err := req.Bind(&args); err != nil {
-		return 0, err
-	}
-	ms, ok := wholeNumber(args.Ms)
-	if !ok || ms < 0 || ms > maxSleepMs {
-		return 0, fmt.Errorf("sleep: ms must be an integer from 0 to %d", maxSleepMs)
-	}
-	return ms, nil
-}
-
-// wholeNumber decodes raw when it is a JSON number with an integer value
-// within ±2^53 (where float64 is exact).
-func wholeNumber(raw json.RawMessage) (int64, bool) {
-	if len(raw) == 0 || raw[0] != '-' && (raw[0] < '0' || raw[0] > '9') {
-		return 0, false // not a number: null, string, bool, ...
-	}
-	var f float64
-	if json.Unmarshal(raw, &f) != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
-		return 0, false
-	}
-	return int64(f), true
 }
 
 // failOnPurpose serves test_error_handling: the tool fails, which the

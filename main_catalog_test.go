@@ -14,7 +14,7 @@ import (
 	"time"
 )
 
-// Expected values, written out independently of catalog.go so that a typo
+// Expected values, written out independently of main_catalog.go so that a typo
 // there fails here.
 const (
 	catalogWantPNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
@@ -103,25 +103,29 @@ func TestReferenceToolCalls(t *testing.T) {
 	rt := newCatalogRuntime(t)
 	image := `{"type":"image","data":"` + catalogWantPNG + `","mimeType":"image/png"}`
 	const sleepRange = "sleep: ms must be an integer from 0 to 600000"
+	const sleepNotInteger = `Invalid arguments: "ms" must be an integer`
 	tests := []struct {
 		name   string
 		params string // tools/call params members
 		want   string // result members
 	}{
-		{"echo", `"name":"echo","arguments":{"text":"hello \"quoted\" <&>\n"}`, `"content":[{"type":"text","text":"hello \"quoted\" <&>\n"}]`},
-		{"echo empty text", `"name":"echo","arguments":{"text":""}`, `"content":[{"type":"text","text":""}]`},
+		{"echo", `"name":"echo","arguments":{"text":"hello \"quoted\" <&>\n"}`, `"content":[{"type":"text","text":"hello \"quoted\" <&>\n"}],"structuredContent":{"text":"hello \"quoted\" <&>\n"}`},
+		{"echo empty text", `"name":"echo","arguments":{"text":""}`, `"content":[{"type":"text","text":""}],"structuredContent":{"text":""}`},
+		{"echo matches keys exactly", `"name":"echo","arguments":{"Text":"no","te\u0078t":"yes","TEXT":"no"}`, `"content":[{"type":"text","text":"yes"}],"structuredContent":{"text":"yes"}`},
+		{"echo without the exact key", `"name":"echo","arguments":{"Text":"no"}`, catalogToolFailure("Invalid arguments for tool echo: missing required argument(s): text")},
 		{"echo without text", `"name":"echo","arguments":{}`, catalogToolFailure("Invalid arguments for tool echo: missing required argument(s): text")},
-		{"echo number", `"name":"echo","arguments":{"text":5}`, catalogToolFailure("echo: text must be a string")},
-		{"echo null", `"name":"echo","arguments":{"text":null}`, catalogToolFailure("echo: text must be a string")},
-		{"sleep 0 ms", `"name":"sleep","arguments":{"ms":0}`, `"content":[` + catalogText("slept 0 ms") + `]`},
-		{"sleep 2 ms written as a float", `"name":"sleep","arguments":{"ms":2.0}`, `"content":[` + catalogText("slept 2 ms") + `]`},
+		{"echo number", `"name":"echo","arguments":{"text":5}`, catalogToolFailure(`Invalid arguments: "text" must be a string`)},
+		{"echo null", `"name":"echo","arguments":{"text":null}`, catalogToolFailure(`Invalid arguments: "text" must be a string`)},
+		{"sleep 0 ms", `"name":"sleep","arguments":{"ms":0}`, `"content":[` + catalogText("slept 0 ms") + `],"structuredContent":{"sleptMs":0}`},
+		{"sleep binds ms by its exact key", `"name":"sleep","arguments":{"ms":0,"MS":3000}`, `"content":[` + catalogText("slept 0 ms") + `],"structuredContent":{"sleptMs":0}`},
+		{"sleep 2 ms written as a float", `"name":"sleep","arguments":{"ms":2.0}`, `"content":[` + catalogText("slept 2 ms") + `],"structuredContent":{"sleptMs":2}`},
 		{"sleep without ms", `"name":"sleep"`, catalogToolFailure("Invalid arguments for tool sleep: missing required argument(s): ms")},
 		{"sleep negative", `"name":"sleep","arguments":{"ms":-1}`, catalogToolFailure(sleepRange)},
 		{"sleep over the cap", `"name":"sleep","arguments":{"ms":600001}`, catalogToolFailure(sleepRange)},
-		{"sleep fraction", `"name":"sleep","arguments":{"ms":1.5}`, catalogToolFailure(sleepRange)},
-		{"sleep string", `"name":"sleep","arguments":{"ms":"5"}`, catalogToolFailure(sleepRange)},
-		{"sleep null", `"name":"sleep","arguments":{"ms":null}`, catalogToolFailure(sleepRange)},
-		{"sleep huge exponent", `"name":"sleep","arguments":{"ms":1e400}`, catalogToolFailure(sleepRange)},
+		{"sleep fraction", `"name":"sleep","arguments":{"ms":1.5}`, catalogToolFailure(sleepNotInteger)},
+		{"sleep string", `"name":"sleep","arguments":{"ms":"5"}`, catalogToolFailure(sleepNotInteger)},
+		{"sleep null", `"name":"sleep","arguments":{"ms":null}`, catalogToolFailure(sleepNotInteger)},
+		{"sleep huge exponent", `"name":"sleep","arguments":{"ms":1e400}`, catalogToolFailure(sleepNotInteger)},
 		{"simple text without arguments", `"name":"test_simple_text"`, `"content":[` + catalogText("This is a simple text response for testing.") + `]`},
 		{"simple text with empty arguments", `"name":"test_simple_text","arguments":{}`, `"content":[` + catalogText("This is a simple text response for testing.") + `]`},
 		{"image", `"name":"test_image_content","arguments":{}`, `"content":[` + image + `]`},

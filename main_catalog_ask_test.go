@@ -8,7 +8,7 @@ import (
 )
 
 // The conformance suite's client: what it declares and how it answers
-// (notes §3.8), written out independently of catalog_ask.go.
+// (notes §3.8), written out independently of main_catalog_ask.go.
 const (
 	suiteCaps      = `{"sampling":{},"elicitation":{},"roots":{"listChanged":true}}`
 	suiteRoots     = `{"roots":[{"uri":"file:///test/root","name":"Test Root"}]}`
