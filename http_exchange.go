@@ -135,11 +135,7 @@ func (x *httpExchange) expectsAnswer() bool { return !x.msg.isNotification() }
 // onOutcome finishes the exchange.
 func (x *httpExchange) onOutcome(w http.ResponseWriter, r *http.Request, o Outcome) {
 	if !x.expectsAnswer() {
-		if o.Kind == OutcomeCompleted && x.result.frame != nil {
-			x.respond(x.result.frame) // a malformed notification: an error without id
-			return
-		}
-		w.WriteHeader(http.StatusAccepted)
+		w.WriteHeader(http.StatusAccepted) // however it ended: a notification gets no answer
 		return
 	}
 	switch o.Kind {
@@ -209,6 +205,9 @@ func (x *httpExchange) respond(frame []byte) {
 	}
 	x.send(frame)
 	x.endStream()
+	if x.log != nil && x.log.delivered() {
+		x.sess.dropStream(x.log) // the client has it all: nothing to resume
+	}
 }
 
 // send writes one frame on the response stream, starting it if needed. An

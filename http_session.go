@@ -96,6 +96,14 @@ func (s *httpSession) newStream() *eventLog {
 	return s.newStreamLocked()
 }
 
+// dropStream forgets stream l: it can no longer be resumed.
+func (s *httpSession) dropStream(l *eventLog) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.streams, l.stream)
+	s.order = slices.DeleteFunc(s.order, func(n uint64) bool { return n == l.stream })
+}
+
 // stream returns the session's stream number n, or nil.
 func (s *httpSession) stream(n uint64) *eventLog {
 	s.mu.Lock()
@@ -295,8 +303,10 @@ func (t *sessionTable) init(maxSessions int, idle time.Duration) {
 	t.byID = make(map[string]*httpSession)
 }
 
-// get returns the live session id, or nil.
-func (t *sessionTable) get(id string) *httpSession {
+// begin returns the live session id with one more request or connection
+// being served (the caller calls end when it is done), or nil. Counting it
+// under the table's lock means it cannot expire in between.
+func (t *sessionTable) begin(id string) *httpSession {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s := t.byID[id]
@@ -304,6 +314,9 @@ func (t *sessionTable) get(id string) *httpSession {
 		delete(t.byID, id)
 		go s.finish()
 		return nil
+	}
+	if s != nil {
+		s.begin()
 	}
 	return s
 }
@@ -320,13 +333,11 @@ func (t *sessionTable) expired(s *httpSession, now time.Time) bool {
 func (t *sessionTable) add(s *httpSession) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if len(t.byID) >= t.max {
-		now := time.Now()
-		for id, old := range t.byID {
-			if t.expired(old, now) {
-				delete(t.byID, id)
-				go old.finish()
-			}
+	now := time.Now()
+	for id, old := range t.byID {
+		if t.expired(old, now) {
+			delete(t.byID, id)
+			go old.finish()
 		}
 	}
 	if len(t.byID) >= t.max {
@@ -366,16 +377,17 @@ func (t *sessionTable) closeAll() {
 	}
 }
 
-// sessionFor returns the session a POST, GET or DELETE names, answering the
-// request itself when there is none: 400 without Mcp-Session-Id, 404 for an
-// unknown or ended session.
+// sessionFor returns the session a POST or GET names, begun (see
+// sessionTable.begin: the caller calls its end), answering the request
+// itself when there is none: 400 without Mcp-Session-Id, 404 for an unknown
+// or ended session.
 func (h *HTTPHandler) sessionFor(w http.ResponseWriter, r *http.Request) *httpSession {
 	id := r.Header.Get(headerSessionID)
 	if id == "" {
 		httpError(w, http.StatusBadRequest, "Bad Request: Mcp-Session-Id header is required")
 		return nil
 	}
-	s := h.sessions.get(id)
+	s := h.sessions.begin(id)
 	if s == nil {
 		httpError(w, http.StatusNotFound, "Session not found")
 		return nil
@@ -384,19 +396,15 @@ func (h *HTTPHandler) sessionFor(w http.ResponseWriter, r *http.Request) *httpSe
 }
 
 // checkVersionHeader validates the MCP-Protocol-Version header of a request
-// in session s: absent means the negotiated version; another version than
-// the negotiated one is refused 400.
+// in session s and returns the version it is served at: the negotiated one,
+// which an absent header means too. Any other version is refused 400.
 func checkVersionHeader(w http.ResponseWriter, r *http.Request, s *httpSession) (string, bool) {
 	negotiated := s.snapshot().ProtocolVersion
-	v := r.Header.Get(headerProtocolVersion)
-	if v == "" || v == negotiated || negotiated == "" && isKnownProtocolVersion(v) && !isStatelessVersion(v) {
-		if v == "" {
-			v = negotiated
-		}
-		return v, true
+	if v := r.Header.Get(headerProtocolVersion); v != "" && v != negotiated {
+		httpError(w, http.StatusBadRequest, "Bad Request: unsupported MCP-Protocol-Version "+strconv.Quote(v)+" (the session negotiated "+strconv.Quote(negotiated)+")")
+		return "", false
 	}
-	httpError(w, http.StatusBadRequest, "Bad Request: unsupported MCP-Protocol-Version "+strconv.Quote(v)+" (the session negotiated "+strconv.Quote(negotiated)+")")
-	return "", false
+	return negotiated, true
 }
 
 // serveSessionPost serves a POST of the initialize era: initialize, or a
@@ -410,6 +418,7 @@ func (h *HTTPHandler) serveSessionPost(w http.ResponseWriter, r *http.Request, m
 	if s == nil {
 		return
 	}
+	defer s.end()
 	version, ok := checkVersionHeader(w, r, s)
 	if !ok {
 		return
@@ -428,13 +437,7 @@ func (h *HTTPHandler) serveSessionPost(w http.ResponseWriter, r *http.Request, m
 	x := h.newExchange(s, msg)
 	x.req.Session = s.snapshot()
 	x.req.Header = requestHeader(r)
-	if version != "" && msg.method != "initialize" {
-		x.req.Header["mcp-protocol-version"] = version
-	} else {
-		delete(x.req.Header, "mcp-protocol-version")
-	}
-	s.begin()
-	defer s.end()
+	x.req.Header[headerProtocolVersion] = version
 	if !s.track(x) {
 		writeJSONFrame(w, http.StatusOK, errorFrame(msg.id, errDuplicateID))
 		return
@@ -449,7 +452,7 @@ func (h *HTTPHandler) serveInitialize(w http.ResponseWriter, r *http.Request, ms
 	s := newHTTPSession(newSessionID())
 	x := h.newExchange(s, msg)
 	x.req.Header = requestHeader(r)
-	delete(x.req.Header, "mcp-protocol-version")
+	delete(x.req.Header, headerProtocolVersion)
 	x.initializes = true
 	s.begin()
 	defer s.end()
@@ -474,12 +477,11 @@ func (h *HTTPHandler) serveGet(w http.ResponseWriter, r *http.Request) {
 	if s == nil {
 		return
 	}
+	defer s.end()
 	if _, ok := checkVersionHeader(w, r, s); !ok {
 		return
 	}
 	w.Header().Set(headerSessionID, s.id)
-	s.begin()
-	defer s.end()
 	if last := r.Header.Get(headerLastEventID); last != "" {
 		stream, seq, ok := parseEventID(last)
 		l := s.stream(stream)

@@ -88,6 +88,13 @@ func (l *eventLog) markSent(seq uint64) {
 	l.sent = max(l.sent, seq)
 }
 
+// delivered reports whether every event was written to a connection.
+func (l *eventLog) delivered() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.sent == l.first+uint64(len(l.events))-1
+}
+
 // after returns the events after sequence number seq, the sequence number
 // of the last one, whether the stream ended, and the channel closed at the
 // next change.

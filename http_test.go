@@ -424,11 +424,26 @@ func TestHTTPLegacySessionState(t *testing.T) {
 	resp = s.post(h, call)
 	defer resp.Body.Close()
 	events := newSSEReader(t, resp)
-	if got := events.nextMessage(); !strings.Contains(got, `"method":"notifications/message"`) {
-		t.Fatalf("first event %s, want the log message", got)
+	var logged sseEvent
+	for logged.data == "" {
+		var err error
+		if logged, err = events.next(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !strings.Contains(logged.data, `"method":"notifications/message"`) || logged.id == "" {
+		t.Fatalf("first event %+v, want the log message with an id", logged)
 	}
 	if got := events.nextMessage(); !strings.Contains(got, `"id":3,"result"`) {
 		t.Fatalf("second event %s, want the result", got)
+	}
+	if _, err := events.next(); err != io.EOF {
+		t.Fatalf("after the result: %v, want the end of the stream", err)
+	}
+	// The client got the whole stream: the session keeps nothing to resume.
+	resume := s.do(context.Background(), http.MethodGet, map[string]string{headerSessionID: h[headerSessionID], "Accept": "text/event-stream", headerLastEventID: logged.id}, "")
+	if readBody(t, resume); resume.StatusCode != http.StatusBadRequest {
+		t.Fatalf("resuming a delivered stream: status %d, want 400", resume.StatusCode)
 	}
 	resp = s.post(other, call)
 	if body := readBody(t, resp); resp.Header.Get("Content-Type") != "application/json" || strings.Contains(body, "notifications/message") {
