@@ -73,6 +73,10 @@ type HTTPOptions struct {
 	// KeepAlive is the period of SSE comments on long-lived streams (GET
 	// streams and subscriptions/listen), default 20s.
 	KeepAlive time.Duration
+	// WriteTimeout bounds each write of an SSE stream (default 5s, as
+	// Options.WriteTimeout): a stream whose client stops reading fails, and
+	// its request is then served as one whose client left.
+	WriteTimeout time.Duration
 	// SSERetry is the reconnection delay an initialize-era SSE stream
 	// announces in its retry field (default 2s).
 	SSERetry time.Duration
@@ -112,6 +116,8 @@ func (o *HTTPOptions) normalize() error {
 		return fmt.Errorf("mcpstdio: HTTPOptions.SessionIdleTimeout must be positive, got %v", o.SessionIdleTimeout)
 	case o.KeepAlive < 0:
 		return fmt.Errorf("mcpstdio: HTTPOptions.KeepAlive must be positive, got %v", o.KeepAlive)
+	case o.WriteTimeout < 0:
+		return fmt.Errorf("mcpstdio: HTTPOptions.WriteTimeout must be positive, got %v", o.WriteTimeout)
 	case o.SSERetry < 0:
 		return fmt.Errorf("mcpstdio: HTTPOptions.SSERetry must be positive, got %v", o.SSERetry)
 	case o.Path != "" && !strings.HasPrefix(o.Path, "/"):
@@ -143,6 +149,9 @@ func (o *HTTPOptions) normalize() error {
 	}
 	if o.KeepAlive == 0 {
 		o.KeepAlive = DefaultKeepAlive
+	}
+	if o.WriteTimeout == 0 {
+		o.WriteTimeout = DefaultWriteTimeout
 	}
 	if o.SSERetry == 0 {
 		o.SSERetry = DefaultSSERetry

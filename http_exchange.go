@@ -78,7 +78,7 @@ func (h *HTTPHandler) runExchange(w http.ResponseWriter, r *http.Request, x *htt
 	x.sub = h.executor.NewSubmitter()
 	defer x.sub.Close()
 	defer close(x.done)
-	x.sse = newSSEWriter(w)
+	x.sse = newSSEWriter(w, h.opts.WriteTimeout)
 	x.attached = true
 	if h.closing() {
 		x.respond(errorFrame(x.msg.id, errShuttingDown))
@@ -108,6 +108,9 @@ func (h *HTTPHandler) runExchange(w http.ResponseWriter, r *http.Request, x *htt
 			return
 		case call := <-x.calls:
 			x.onCall(call)
+			if x.sse.failed && x.log == nil {
+				return // the client stopped reading: as if it left
+			}
 		case <-gone:
 			if x.log == nil {
 				return // not resumable: the deferred Close cancels the job

@@ -496,7 +496,7 @@ func (h *HTTPHandler) serveGet(w http.ResponseWriter, r *http.Request) {
 		if l == s.standalone {
 			defer s.releaseListener()
 		}
-		newSSEWriter(w).follow(l, seq, h.keepAliveFor(l, s), r.Context().Done(), h.quit, s.ended)
+		newSSEWriter(w, h.opts.WriteTimeout).follow(l, seq, h.keepAliveFor(l, s), r.Context().Done(), h.quit, s.ended)
 		return
 	}
 	if !s.claimListener() {
@@ -508,7 +508,7 @@ func (h *HTTPHandler) serveGet(w http.ResponseWriter, r *http.Request) {
 	l.mu.Lock()
 	seq := l.sent
 	l.mu.Unlock()
-	sw := newSSEWriter(w)
+	sw := newSSEWriter(w, h.opts.WriteTimeout)
 	if s.snapshot().ProtocolVersion >= ProtocolVersion20251125 {
 		sw.event(l.eventID(l.append(nil)), h.opts.SSERetry, nil)
 	}

@@ -109,16 +109,27 @@ func (l *eventLog) after(seq uint64) (events [][]byte, last uint64, ended bool, 
 	return events, max(last, seq), l.ended, l.changed
 }
 
-// sseWriter writes SSE events on one response.
+// sseWriter writes SSE events on one response. Each write and flush must
+// finish within timeout (when positive): a client that stops reading fails
+// the stream instead of blocking its writer.
 type sseWriter struct {
 	w       http.ResponseWriter
 	rc      *http.ResponseController
+	timeout time.Duration
 	started bool
 	failed  bool // a write failed: the connection is gone
 }
 
-func newSSEWriter(w http.ResponseWriter) *sseWriter {
-	return &sseWriter{w: w, rc: http.NewResponseController(w)}
+func newSSEWriter(w http.ResponseWriter, timeout time.Duration) *sseWriter {
+	return &sseWriter{w: w, rc: http.NewResponseController(w), timeout: timeout}
+}
+
+// deadline bounds the next write; a response that cannot take deadlines is
+// written without.
+func (s *sseWriter) deadline() {
+	if s.timeout > 0 {
+		s.rc.SetWriteDeadline(time.Now().Add(s.timeout))
+	}
 }
 
 // start sends the headers of an SSE response.
@@ -174,6 +185,7 @@ func (s *sseWriter) write(b []byte) bool {
 	if s.failed {
 		return false
 	}
+	s.deadline()
 	if _, err := s.w.Write(b); err != nil {
 		s.failed = true
 	}
@@ -184,6 +196,7 @@ func (s *sseWriter) flush() bool {
 	if s.failed {
 		return false
 	}
+	s.deadline()
 	if err := s.rc.Flush(); err != nil {
 		s.failed = true
 	}

@@ -811,3 +811,35 @@ func TestHTTPInflightBytesBudget(t *testing.T) {
 		t.Fatalf("first request: %s", body)
 	}
 }
+
+func TestHTTPStalledClientFailsTheStream(t *testing.T) {
+	ended := make(chan error, 1)
+	big := json.RawMessage(`{"pad":"` + strings.Repeat("x", 64<<10) + `"}`)
+	d := DispatcherFunc(func(ctx context.Context, req *Request) Reply {
+		for req.ID != nil {
+			if err := req.Peer.Notify(ctx, "notifications/flood", big); err != nil {
+				ended <- err
+				return Reply{Error: internalError()}
+			}
+		}
+		return Reply{}
+	})
+	h, err := NewHTTPHandler(d, HTTPOptions{WriteTimeout: 50 * time.Millisecond, RequestTimeout: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer func() { srv.Close(); h.Close() }()
+	s := &httpTestServer{t: t, url: srv.URL + "/mcp"}
+	resp := s.post(stateless("flood", ""), `{"jsonrpc":"2.0","id":1,"method":"flood","params":{`+meta2026+`}}`)
+	defer resp.Body.Close()
+	// Never read: the server's writes stall, time out, and end the request.
+	select {
+	case err := <-ended:
+		if err == nil {
+			t.Fatal("Notify succeeded")
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the handler is still writing to a client that stopped reading")
+	}
+}

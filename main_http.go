@@ -46,6 +46,7 @@ func serveHTTP(c config, rt *Runtime, logger *slog.Logger, stderr io.Writer) int
 		MaxQueue:         c.maxQueue,
 		MaxInflightBytes: c.maxInflightBytes,
 		KeepAlive:        c.keepAlive,
+		WriteTimeout:     c.writeTimeout,
 		AllowedHosts:     allowed,
 		AllowedOrigins:   c.allowedOrigins,
 		Logger:           logger,
