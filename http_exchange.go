@@ -226,6 +226,9 @@ func (x *httpExchange) send(frame []byte) {
 		return
 	}
 	seq := x.log.append(frame)
+	if x.attached && x.log.isResumed() {
+		x.attached = false
+	}
 	if x.attached && x.sse.event(x.log.eventID(seq), 0, frame) && x.sse.flush() {
 		x.log.markSent(seq)
 	}

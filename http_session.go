@@ -495,6 +495,8 @@ func (h *HTTPHandler) serveGet(w http.ResponseWriter, r *http.Request) {
 		}
 		if l == s.standalone {
 			defer s.releaseListener()
+		} else {
+			l.resume()
 		}
 		newSSEWriter(w, h.opts.WriteTimeout).follow(l, seq, h.keepAliveFor(l, s), r.Context().Done(), h.quit, s.ended)
 		return

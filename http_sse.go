@@ -29,6 +29,7 @@ type eventLog struct {
 	events  [][]byte      // frames, without their newline; nil is the priming event; guarded by mu
 	sent    uint64        // events up to this sequence number were written to a connection; guarded by mu
 	ended   bool          // no event follows; guarded by mu
+	resumed bool          // a GET with Last-Event-ID carries the stream now, not its first connection; guarded by mu
 	changed chan struct{} // closed and replaced on every append and at the end; guarded by mu
 }
 
@@ -79,6 +80,21 @@ func (l *eventLog) end() {
 		l.ended = true
 		close(l.changed)
 	}
+}
+
+// resume hands the stream to a resuming connection: its first connection,
+// if still there, writes no more of it (an event goes on one stream only).
+func (l *eventLog) resume() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.resumed = true
+}
+
+// isResumed reports whether a resuming connection carries the stream.
+func (l *eventLog) isResumed() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.resumed
 }
 
 // markSent records that the events up to seq were written to a connection.

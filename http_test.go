@@ -843,3 +843,39 @@ func TestHTTPStalledClientFailsTheStream(t *testing.T) {
 		t.Fatal("the handler is still writing to a client that stopped reading")
 	}
 }
+
+// A stream resumed while its first connection is still open goes on only on
+// the resuming one: no message is sent on two streams.
+func TestHTTPResumedStreamLeavesItsFirstConnection(t *testing.T) {
+	rt := newTestRuntime(t, testOptions())
+	proceed := make(chan struct{})
+	if err := rt.AddTool(Tool{Name: "steps"}, func(ctx context.Context, req *HandlerRequest) (*ToolResult, error) {
+		if err := req.ReportProgress(ctx, Progress{Progress: 1}); err != nil {
+			return nil, err
+		}
+		<-proceed
+		return TextResult("done"), nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	s := newHTTPTestServer(t, rt, HTTPOptions{})
+	h := s.legacySession(ProtocolVersion20250618, `{}`)
+	resp := s.post(h, `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"steps","_meta":{"progressToken":"t"}}}`)
+	defer resp.Body.Close()
+	first := newSSEReader(t, resp)
+	progress, err := first.next()
+	if err != nil || progress.id == "" || !strings.Contains(progress.data, "notifications/progress") {
+		t.Fatalf("first event %+v (%v), want progress with an id (2025-06-18 sends no priming event)", progress, err)
+	}
+	resumed := s.do(context.Background(), http.MethodGet, map[string]string{
+		headerSessionID: h[headerSessionID], "Accept": "text/event-stream", headerLastEventID: progress.id,
+	}, "")
+	defer resumed.Body.Close()
+	close(proceed)
+	if got := newSSEReader(t, resumed).nextMessage(); !strings.Contains(got, `"id":9,"result"`) {
+		t.Fatalf("resumed stream: %s, want the result", got)
+	}
+	if ev, err := first.next(); err != io.EOF {
+		t.Fatalf("first connection: %+v (%v), want its end without the result", ev, err)
+	}
+}

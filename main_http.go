@@ -22,6 +22,10 @@ import (
 // returns the exit status: 0 after the drain, 1 when serving failed, 2 for
 // a bad address.
 func serveHTTP(c config, rt *Runtime, logger *slog.Logger, stderr io.Writer) int {
+	if c.notifyEvery > 0 || len(c.notificationMethods) > 0 {
+		fmt.Fprintln(stderr, "mcpstdio: -notification-methods and -notify-every apply to stdio only, not with -http")
+		return 2
+	}
 	host, port, err := net.SplitHostPort(c.httpAddr)
 	if err != nil {
 		fmt.Fprintf(stderr, "mcpstdio: -http %q: %v\n", c.httpAddr, err)
