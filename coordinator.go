@@ -712,21 +712,13 @@ func (c *coordinator) forwardChange(change Change) error {
 	if change.Kind == SubscriptionsEnded {
 		return c.endSubscriptions()
 	}
-	prefix := "{"
-	if change.Kind == ResourceUpdated {
-		uri, err := marshalJSON(change.URI)
-		if err != nil {
-			return nil
-		}
-		prefix = `{"uri":` + string(uri)
+	prefix, ok := changeParamsPrefix(change)
+	if !ok {
+		return nil
 	}
 	legacy := c.session.ProtocolVersion != "" && (change.Kind != ResourceUpdated || c.resourceSub[change.URI])
 	if legacy {
-		var params json.RawMessage
-		if prefix != "{" {
-			params = json.RawMessage(prefix + "}")
-		}
-		frame, err := notificationFrame(change.method(), params)
+		frame, err := legacyChangeFrame(change, prefix)
 		if err == nil {
 			if err := c.write(frame); err != nil {
 				return err
@@ -754,12 +746,41 @@ func (c *coordinator) forwardChange(change Change) error {
 func (c *coordinator) endSubscriptions() error {
 	for _, id := range slices.Sorted(maps.Keys(c.subs)) {
 		delete(c.subs, id)
-		final := json.RawMessage(`{"resultType":"complete","_meta":{"io.modelcontextprotocol/subscriptionId":` + id + `}}`)
-		if err := c.write(resultFrame(id, final)); err != nil {
+		if err := c.write(subscriptionEndFrame(id)); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// changeParamsPrefix returns the params of change's notification without
+// their closing brace: "{" for a list change, `{"uri":…` for a resource
+// update; false when the URI cannot be encoded.
+func changeParamsPrefix(change Change) (string, bool) {
+	if change.Kind != ResourceUpdated {
+		return "{", true
+	}
+	uri, err := marshalJSON(change.URI)
+	if err != nil {
+		return "", false
+	}
+	return `{"uri":` + string(uri), true
+}
+
+// legacyChangeFrame returns the initialize-era notification of change, whose
+// params start with prefix (from changeParamsPrefix).
+func legacyChangeFrame(change Change, prefix string) ([]byte, error) {
+	var params json.RawMessage
+	if prefix != "{" {
+		params = json.RawMessage(prefix + "}")
+	}
+	return notificationFrame(change.method(), params)
+}
+
+// subscriptionEndFrame returns the final response that ends listen stream id
+// from the server side; it carries the stream's subscriptionId.
+func subscriptionEndFrame(id string) []byte {
+	return resultFrame(id, json.RawMessage(`{"resultType":"complete","_meta":{"io.modelcontextprotocol/subscriptionId":`+id+`}}`))
 }
 
 // onExecutorClosed answers every pending request -32603 "Request worker

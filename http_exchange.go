@@ -349,20 +349,12 @@ func (h *HTTPHandler) serveListen(w http.ResponseWriter, r *http.Request, x *htt
 		case <-box.signal:
 			for _, change := range box.take() {
 				if change.Kind == SubscriptionsEnded {
-					final := json.RawMessage(`{"resultType":"complete","_meta":{"io.modelcontextprotocol/subscriptionId":` + id + `}}`)
-					x.send(resultFrame(id, final))
+					x.send(subscriptionEndFrame(id))
 					return
 				}
-				if !filter.wants(change) {
+				prefix, ok := changeParamsPrefix(change)
+				if !ok || !filter.wants(change) {
 					continue
-				}
-				prefix := "{"
-				if change.Kind == ResourceUpdated {
-					uri, err := marshalJSON(change.URI)
-					if err != nil {
-						continue
-					}
-					prefix = `{"uri":` + string(uri)
 				}
 				if frame, err := notificationFrame(change.method(), subscriptionParams(prefix, id)); err == nil {
 					x.send(frame)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"crypto/rand"
-	"encoding/json"
 	"maps"
 	"net/http"
 	"slices"
@@ -255,15 +254,11 @@ func (s *httpSession) onChange(change Change) {
 	if !wanted || change.Kind == SubscriptionsEnded {
 		return
 	}
-	var params json.RawMessage
-	if change.Kind == ResourceUpdated {
-		uri, err := marshalJSON(change.URI)
-		if err != nil {
-			return
-		}
-		params = json.RawMessage(`{"uri":` + string(uri) + `}`)
+	prefix, ok := changeParamsPrefix(change)
+	if !ok {
+		return
 	}
-	if frame, err := notificationFrame(change.method(), params); err == nil {
+	if frame, err := legacyChangeFrame(change, prefix); err == nil {
 		standalone.append(frame)
 	}
 }
