@@ -879,3 +879,30 @@ func TestHTTPResumedStreamLeavesItsFirstConnection(t *testing.T) {
 		t.Fatalf("first connection: %+v (%v), want its end without the result", ev, err)
 	}
 }
+
+func TestHTTPAllowedHostsAndOrigins(t *testing.T) {
+	s := newHTTPTestServer(t, nil, HTTPOptions{AllowedHosts: []string{"mcp.example.com"}, AllowedOrigins: []string{"https://app.example.com"}})
+	list := `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + meta2026 + `}}`
+	for _, tt := range []struct {
+		host, origin string
+		want         int
+	}{
+		{"mcp.example.com", "", 200},
+		{"MCP.example.com:8443", "", 200},
+		{"other.example.com", "", 403},
+		{"localhost", "https://app.example.com", 200},
+		{"localhost", "https://evil.example.com", 403},
+		{"localhost", "null", 403},
+		{"[::1]:9", "http://[::1]:9", 200},
+	} {
+		h := stateless("tools/list", "")
+		h["Host"] = tt.host
+		if tt.origin != "" {
+			h["Origin"] = tt.origin
+		}
+		resp := s.post(h, list)
+		if readBody(t, resp); resp.StatusCode != tt.want {
+			t.Errorf("Host %q, Origin %q: status %d, want %d", tt.host, tt.origin, resp.StatusCode, tt.want)
+		}
+	}
+}
