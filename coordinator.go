@@ -423,28 +423,35 @@ func (ex *execution) run(ctx context.Context) any {
 // serve is the body of run: it admits the message,
 // dispatches it and builds the frame to write.
 func (c *coordinator) serve(ctx context.Context, ex *execution) workResult {
-	req := &ex.req
-	ok, rpcErr := admit(req, ex.env, ex.id)
+	ex.peer = requestPeer{calls: c.t.calls, done: c.done, ex: ex}
+	return serveEnvelope(ctx, c.t.dispatcher, &ex.req, ex.env, ex.id, &ex.peer)
+}
+
+// serveEnvelope admits env, a decoded message whose canonical id is id,
+// into req, dispatches it to d with peer as the Peer of a request, and builds
+// the frame to write (nil for a notification). Every transport serves a
+// message through it.
+func serveEnvelope(ctx context.Context, d Dispatcher, req *Request, env envelope, id string, peer Peer) workResult {
+	ok, rpcErr := admit(req, env, id)
 	if rpcErr != nil {
-		return workResult{frame: errorFrame(ex.id, rpcErr)}
+		return workResult{frame: errorFrame(id, rpcErr)}
 	}
 	if !ok {
 		return workResult{}
 	}
 	if req.ID != nil {
-		ex.peer = requestPeer{calls: c.t.calls, done: c.done, ex: ex}
-		req.Peer = &ex.peer
+		req.Peer = peer
 	}
-	r := c.t.dispatcher.Dispatch(ctx, req)
+	r := d.Dispatch(ctx, req)
 	switch {
 	case req.ID == nil:
 		return workResult{}
 	case r.Error != nil:
-		return workResult{frame: errorFrame(ex.id, r.Error)}
+		return workResult{frame: errorFrame(id, r.Error)}
 	case r.Listen != nil:
 		return workResult{reply: r}
 	}
-	return workResult{frame: replyFrame(ex.id, &r), reply: r}
+	return workResult{frame: replyFrame(id, &r), reply: r}
 }
 
 func (c *coordinator) onOutcome(o Outcome) error {
@@ -577,17 +584,8 @@ func (c *coordinator) onEOF() {
 // written for it and its id can be reused by the very next line. Unknown ids
 // and malformed params are ignored.
 func (c *coordinator) onCancel(params []byte) {
-	raw, ok := lookupMember(params, "requestId")
+	id, ok := cancelledID(params)
 	if !ok {
-		return
-	}
-	if reason, ok := lookupMember(params, "reason"); ok {
-		if _, isString := decodeString(reason); !isString {
-			return
-		}
-	}
-	id, tracked := canonicalID(raw)
-	if !tracked {
 		return
 	}
 	if _, ok := c.subs[id]; ok {
@@ -606,6 +604,22 @@ func (c *coordinator) onCancel(params []byte) {
 	}
 	c.sub.cancelJob(&ex.job)
 	c.forget(ex)
+}
+
+// cancelledID returns the canonical id that the params of
+// notifications/cancelled name, or false when they are malformed (no
+// trackable requestId, or a reason that is not a string).
+func cancelledID(params []byte) (string, bool) {
+	raw, ok := lookupMember(params, "requestId")
+	if !ok {
+		return "", false
+	}
+	if reason, ok := lookupMember(params, "reason"); ok {
+		if _, isString := decodeString(reason); !isString {
+			return "", false
+		}
+	}
+	return canonicalID(raw)
 }
 
 // onPeerCall writes an application notification (Notify), or a running
@@ -698,21 +712,13 @@ func (c *coordinator) forwardChange(change Change) error {
 	if change.Kind == SubscriptionsEnded {
 		return c.endSubscriptions()
 	}
-	prefix := "{"
-	if change.Kind == ResourceUpdated {
-		uri, err := marshalJSON(change.URI)
-		if err != nil {
-			return nil
-		}
-		prefix = `{"uri":` + string(uri)
+	prefix, ok := changeParamsPrefix(change)
+	if !ok {
+		return nil
 	}
 	legacy := c.session.ProtocolVersion != "" && (change.Kind != ResourceUpdated || c.resourceSub[change.URI])
 	if legacy {
-		var params json.RawMessage
-		if prefix != "{" {
-			params = json.RawMessage(prefix + "}")
-		}
-		frame, err := notificationFrame(change.method(), params)
+		frame, err := legacyChangeFrame(change, prefix)
 		if err == nil {
 			if err := c.write(frame); err != nil {
 				return err
@@ -740,12 +746,41 @@ func (c *coordinator) forwardChange(change Change) error {
 func (c *coordinator) endSubscriptions() error {
 	for _, id := range slices.Sorted(maps.Keys(c.subs)) {
 		delete(c.subs, id)
-		final := json.RawMessage(`{"resultType":"complete","_meta":{"io.modelcontextprotocol/subscriptionId":` + id + `}}`)
-		if err := c.write(resultFrame(id, final)); err != nil {
+		if err := c.write(subscriptionEndFrame(id)); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// changeParamsPrefix returns the params of change's notification without
+// their closing brace: "{" for a list change, `{"uri":…` for a resource
+// update; false when the URI cannot be encoded.
+func changeParamsPrefix(change Change) (string, bool) {
+	if change.Kind != ResourceUpdated {
+		return "{", true
+	}
+	uri, err := marshalJSON(change.URI)
+	if err != nil {
+		return "", false
+	}
+	return `{"uri":` + string(uri), true
+}
+
+// legacyChangeFrame returns the initialize-era notification of change, whose
+// params start with prefix (from changeParamsPrefix).
+func legacyChangeFrame(change Change, prefix string) ([]byte, error) {
+	var params json.RawMessage
+	if prefix != "{" {
+		params = json.RawMessage(prefix + "}")
+	}
+	return notificationFrame(change.method(), params)
+}
+
+// subscriptionEndFrame returns the final response that ends listen stream id
+// from the server side; it carries the stream's subscriptionId.
+func subscriptionEndFrame(id string) []byte {
+	return resultFrame(id, json.RawMessage(`{"resultType":"complete","_meta":{"io.modelcontextprotocol/subscriptionId":`+id+`}}`))
 }
 
 // onExecutorClosed answers every pending request -32603 "Request worker

@@ -37,12 +37,15 @@ type config struct {
 	logLevel                                  slog.Level
 	cpuProfile, memProfile                    string
 	stateKey                                  []byte // nil: a random key per process
+	httpAddr, httpAddrFile                    string
+	allowedHosts, allowedOrigins              []string
+	keepAlive                                 time.Duration
 }
 
 // parseFlags parses args; the error has been reported on stderr already.
 func parseFlags(args []string, stderr io.Writer) (config, error) {
 	var c config
-	var methods, protocols, level, stateKeyFile string
+	var methods, protocols, level, stateKeyFile, hosts, origins string
 	fs := flag.NewFlagSet("mcpstdio", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.DurationVar(&c.writeTimeout, "write-timeout", DefaultWriteTimeout, "limit of one write to stdout; a timed-out write ends the connection")
@@ -60,6 +63,11 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		"(at least 32 bytes once trailing whitespace is trimmed; a file of random bytes works, e.g. head -c 32 /dev/urandom | base64 > key); default: a random key per process")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the session to this file")
 	fs.StringVar(&c.memProfile, "memprofile", "", "write a heap profile to this file at the end of the session")
+	fs.StringVar(&c.httpAddr, "http", "", "serve Streamable HTTP on this address (e.g. :8080, which binds 127.0.0.1) instead of stdio")
+	fs.StringVar(&c.httpAddrFile, "http-addr-file", "", "with -http, write the bound host:port to this file once listening")
+	fs.StringVar(&hosts, "http-allowed-hosts", "", "with -http, comma-separated Host header values accepted besides loopback names and the -http host")
+	fs.StringVar(&origins, "http-allowed-origins", "", "with -http, comma-separated Origin values (scheme://host[:port]) accepted besides loopback origins")
+	fs.DurationVar(&c.keepAlive, "http-keep-alive", DefaultKeepAlive, "with -http, period of keep-alive comments on long-lived SSE streams")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -76,6 +84,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	c.notificationMethods = splitList(methods)
 	c.protocols = splitList(protocols)
+	c.allowedHosts, c.allowedOrigins = splitList(hosts), splitList(origins)
 	if c.notifyEvery > 0 && len(c.notificationMethods) == 0 {
 		return fail("-notify-every needs -notification-methods")
 	}
@@ -89,6 +98,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if c.writeTimeout <= 0 {
 		return fail("-write-timeout must be positive, got %v", c.writeTimeout)
+	}
+	if c.keepAlive <= 0 {
+		return fail("-http-keep-alive must be positive, got %v", c.keepAlive)
 	}
 	if c.maxQueue < -1 {
 		return fail("-max-queue must not be negative, got %d", c.maxQueue)
@@ -155,6 +167,9 @@ func run(args []string, stdin, stdout, stderr *os.File) int {
 	if err := registerReferenceCatalog(rt); err != nil {
 		logger.Error("mcpstdio: building the catalog failed", "err", err)
 		return 1
+	}
+	if c.httpAddr != "" {
+		return serveHTTP(c, rt, logger, stderr)
 	}
 	// The signal handler is installed before stdin and stdout change mode
 	// and removed after they are restored (defers run last-in first-out),

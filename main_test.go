@@ -296,6 +296,10 @@ func TestBinaryBadFlags(t *testing.T) {
 		{"-write-timeout", "-1s"},
 		{"-notify-every", "1s"},
 		{"-log-level", "loud"},
+		{"-http", "no-port"},
+		{"-http", ":0", "-http-keep-alive", "0s"},
+		{"-http", ":0", "-http-allowed-origins", "example.com"},
+		{"-http", ":0", "-notification-methods", "notifications/example/x"},
 	} {
 		cmd := exec.Command(serverBinary(t), args...)
 		var stderr strings.Builder

@@ -1,0 +1,540 @@
+package main
+
+// The Streamable HTTP transport: one endpoint serves MCP over HTTP POST (and,
+// for the initialize-era versions, GET and DELETE), sharing the Dispatcher,
+// the executor and the admission code with the stdio transport.
+//
+//   - 2026-07-28 is stateless: every POST carries one request whose _meta names
+//     its version; its headers mirror the body (http_headers.go). The answer is
+//     one JSON object, or an SSE stream of the request's notifications and then
+//     its response when it has notifications to send. Closing the stream
+//     cancels the request.
+//   - 2025-06-18 and 2025-11-25 run in sessions (http_session.go): initialize
+//     creates one and names it in Mcp-Session-Id; GET opens its stream of
+//     server-initiated messages; DELETE ends it. Streams carry event ids and
+//     can be resumed with Last-Event-ID (http_sse.go).
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// HTTP transport defaults.
+const (
+	DefaultHTTPPath           = "/mcp"
+	DefaultMaxSessions        = 1024
+	DefaultSessionIdleTimeout = 30 * time.Minute
+	DefaultKeepAlive          = 20 * time.Second
+	DefaultSSERetry           = 2 * time.Second
+)
+
+// HTTP header names the transport reads and writes.
+const (
+	headerSessionID   = "Mcp-Session-Id"
+	headerMethod      = "Mcp-Method"
+	headerName        = "Mcp-Name"
+	headerParamPrefix = "Mcp-Param-"
+	headerLastEventID = "Last-Event-ID"
+)
+
+// CodeHeaderMismatch is the 2026-07-28 error for HTTP headers that do not
+// mirror the request body.
+const CodeHeaderMismatch = -32020
+
+// HTTPOptions configure an HTTPHandler. A zero value means the default.
+type HTTPOptions struct {
+	// Path is the MCP endpoint (default "/mcp"); other paths answer 404.
+	Path string
+	// MaxBodyBytes limits one POST body (default 2,000,000, as
+	// MaxLineBytes); a longer one is refused 413 without being read whole.
+	MaxBodyBytes int
+	// RequestTimeout is each request's deadline, counted from when it starts
+	// running; 0 means the executor's default (30s), negative means none.
+	RequestTimeout time.Duration
+	// MaxSubscriptions limits open 2026 subscriptions/listen streams of the
+	// handler, and the resources/subscribe URIs of each session (default 32).
+	MaxSubscriptions int
+	// MaxSessions limits live initialize-era sessions (default 1024); an
+	// initialize beyond it is refused 503 once idle sessions are expired.
+	MaxSessions int
+	// SessionIdleTimeout ends a session with no request and no open stream
+	// for this long (default 30 minutes).
+	SessionIdleTimeout time.Duration
+	// KeepAlive is the period of SSE comments on long-lived streams (GET
+	// streams and subscriptions/listen), default 20s.
+	KeepAlive time.Duration
+	// WriteTimeout bounds each write of an SSE stream (default 5s, as
+	// Options.WriteTimeout): a stream whose client stops reading fails, and
+	// its request is then served as one whose client left.
+	WriteTimeout time.Duration
+	// SSERetry is the reconnection delay an initialize-era SSE stream
+	// announces in its retry field (default 2s).
+	SSERetry time.Duration
+
+	// AllowedHosts are Host header values (host or host:port, matched
+	// case-insensitively) accepted besides loopback names; AllowedOrigins
+	// are Origin values (scheme://host[:port]) accepted besides loopback
+	// origins. Anything else is refused 403 (DNS-rebinding protection).
+	AllowedHosts   []string
+	AllowedOrigins []string
+
+	// Executor runs the work. When nil the handler creates one with
+	// MaxConcurrency, MaxQueue and MaxInflightBytes (see ExecutorOptions)
+	// and closes it in Close; an injected executor is never closed by the
+	// handler. Each message is submitted with its body's length as its size,
+	// so MaxInflightBytes bounds the bodies admitted messages hold; a
+	// request over it is answered -32603 "Server execution capacity
+	// exhausted", as over MaxConcurrency and MaxQueue.
+	Executor         *Executor
+	MaxConcurrency   int
+	MaxQueue         int
+	MaxInflightBytes int
+
+	// Logger receives diagnostics (default slog.Default()).
+	Logger *slog.Logger
+}
+
+func (o *HTTPOptions) normalize() error {
+	switch {
+	case o.MaxBodyBytes < 0:
+		return fmt.Errorf("mcpstdio: HTTPOptions.MaxBodyBytes must be positive, got %d", o.MaxBodyBytes)
+	case o.MaxSubscriptions < 0:
+		return fmt.Errorf("mcpstdio: HTTPOptions.MaxSubscriptions must be positive, got %d", o.MaxSubscriptions)
+	case o.MaxSessions < 0:
+		return fmt.Errorf("mcpstdio: HTTPOptions.MaxSessions must be positive, got %d", o.MaxSessions)
+	case o.SessionIdleTimeout < 0:
+		return fmt.Errorf("mcpstdio: HTTPOptions.SessionIdleTimeout must be positive, got %v", o.SessionIdleTimeout)
+	case o.KeepAlive < 0:
+		return fmt.Errorf("mcpstdio: HTTPOptions.KeepAlive must be positive, got %v", o.KeepAlive)
+	case o.WriteTimeout < 0:
+		return fmt.Errorf("mcpstdio: HTTPOptions.WriteTimeout must be positive, got %v", o.WriteTimeout)
+	case o.SSERetry < 0:
+		return fmt.Errorf("mcpstdio: HTTPOptions.SSERetry must be positive, got %v", o.SSERetry)
+	case o.Path != "" && !strings.HasPrefix(o.Path, "/"):
+		return fmt.Errorf("mcpstdio: HTTPOptions.Path must start with \"/\", got %q", o.Path)
+	case o.Executor != nil && (o.MaxConcurrency != 0 || o.MaxQueue != 0 || o.MaxInflightBytes != 0):
+		return errors.New("mcpstdio: HTTPOptions.MaxConcurrency, MaxQueue and MaxInflightBytes apply only when the handler creates its executor")
+	}
+	for _, origin := range o.AllowedOrigins {
+		if u, err := url.Parse(origin); err != nil || u.Scheme == "" || u.Host == "" {
+			return fmt.Errorf("mcpstdio: HTTPOptions.AllowedOrigins: %q is not scheme://host[:port]", origin)
+		}
+	}
+	o.AllowedHosts = append([]string(nil), o.AllowedHosts...)
+	o.AllowedOrigins = append([]string(nil), o.AllowedOrigins...)
+	if o.Path == "" {
+		o.Path = DefaultHTTPPath
+	}
+	if o.MaxBodyBytes == 0 {
+		o.MaxBodyBytes = DefaultMaxLineBytes
+	}
+	if o.MaxSubscriptions == 0 {
+		o.MaxSubscriptions = DefaultMaxSubscriptions
+	}
+	if o.MaxSessions == 0 {
+		o.MaxSessions = DefaultMaxSessions
+	}
+	if o.SessionIdleTimeout == 0 {
+		o.SessionIdleTimeout = DefaultSessionIdleTimeout
+	}
+	if o.KeepAlive == 0 {
+		o.KeepAlive = DefaultKeepAlive
+	}
+	if o.WriteTimeout == 0 {
+		o.WriteTimeout = DefaultWriteTimeout
+	}
+	if o.SSERetry == 0 {
+		o.SSERetry = DefaultSSERetry
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return nil
+}
+
+// HTTPHandler serves one MCP server over Streamable HTTP. Construct it with
+// NewHTTPHandler and mount it (it answers its Path only); it is safe for
+// concurrent use, as http.Handler requires. Call CloseStreams and then Close
+// when the server shuts down.
+type HTTPHandler struct {
+	opts       HTTPOptions // validated; read-only after NewHTTPHandler
+	dispatcher Dispatcher
+	executor   *Executor
+	ownsExec   bool
+
+	sessions  sessionTable
+	listeners listenerSet // open 2026 subscriptions/listen streams
+	stopWatch func()
+
+	quit      chan struct{} // closed by CloseStreams: long-lived streams end
+	quitOnce  sync.Once
+	closeOnce sync.Once
+}
+
+// NewHTTPHandler validates opts and returns a handler that serves d. An
+// invalid option is reported as an error naming it.
+func NewHTTPHandler(d Dispatcher, opts HTTPOptions) (*HTTPHandler, error) {
+	if d == nil {
+		return nil, errors.New("mcpstdio: nil Dispatcher")
+	}
+	if err := opts.normalize(); err != nil {
+		return nil, err
+	}
+	h := &HTTPHandler{
+		opts:       opts,
+		dispatcher: d,
+		executor:   opts.Executor,
+		stopWatch:  func() {},
+		quit:       make(chan struct{}),
+	}
+	h.sessions.init(opts.MaxSessions, opts.SessionIdleTimeout)
+	h.listeners.init()
+	if h.executor == nil {
+		e, err := NewExecutor(ExecutorOptions{MaxConcurrency: opts.MaxConcurrency, MaxQueue: opts.MaxQueue, MaxInflightBytes: opts.MaxInflightBytes})
+		if err != nil {
+			return nil, fmt.Errorf("mcpstdio: %w", err)
+		}
+		h.executor, h.ownsExec = e, true
+	}
+	if src, ok := d.(ChangeSource); ok {
+		h.stopWatch = src.WatchChanges(h.onChange)
+	}
+	return h, nil
+}
+
+// CloseStreams ends every long-lived stream (GET streams and 2026
+// subscriptions/listen streams) and makes new ones end at once; requests in
+// flight go on. Call it before http.Server.Shutdown, which waits for the
+// handlers of open streams. Idempotent.
+func (h *HTTPHandler) CloseStreams() {
+	h.quitOnce.Do(func() { close(h.quit) })
+}
+
+// Close ends all streams and sessions, cancels the work still running, stops
+// watching the dispatcher's changes and closes the executor the handler
+// created. Call it after http.Server.Shutdown returned. Idempotent.
+func (h *HTTPHandler) Close() {
+	h.CloseStreams()
+	h.closeOnce.Do(func() {
+		h.stopWatch()
+		h.sessions.closeAll()
+		if h.ownsExec {
+			h.executor.Close()
+		}
+	})
+}
+
+// ServeHTTP serves the MCP endpoint.
+func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !h.allowedHost(r.Host) {
+		httpError(w, http.StatusForbidden, "Forbidden: Host header is not allowed")
+		return
+	}
+	if origin := r.Header.Get("Origin"); origin != "" && !h.allowedOrigin(origin) {
+		httpError(w, http.StatusForbidden, "Forbidden: Origin header is not allowed")
+		return
+	}
+	if r.URL.Path != h.opts.Path {
+		http.NotFound(w, r)
+		return
+	}
+	switch r.Method {
+	case http.MethodPost:
+		h.servePost(w, r)
+	case http.MethodGet:
+		h.serveGet(w, r)
+	case http.MethodDelete:
+		h.serveDelete(w, r)
+	default:
+		w.Header().Set("Allow", "GET, POST, DELETE")
+		httpError(w, http.StatusMethodNotAllowed, "Method Not Allowed")
+	}
+}
+
+// httpError answers status with a JSON-RPC error without id, as the spec
+// allows for HTTP-level refusals.
+func httpError(w http.ResponseWriter, status int, message string) {
+	code := CodeInvalidRequest
+	if status >= 500 {
+		code = CodeInternalError
+	}
+	writeJSONFrame(w, status, errorFrame("", &RPCError{Code: code, Message: message}))
+}
+
+// writeJSONFrame answers status with one frame as application/json.
+func writeJSONFrame(w http.ResponseWriter, status int, frame []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(frame)))
+	w.WriteHeader(status)
+	w.Write(frame)
+}
+
+// allowedHost reports whether the Host header names a loopback host or one
+// of AllowedHosts.
+func (h *HTTPHandler) allowedHost(hostport string) bool {
+	if isLoopbackHost(hostport) {
+		return true
+	}
+	host := hostWithoutPort(hostport)
+	for _, allowed := range h.opts.AllowedHosts {
+		if strings.EqualFold(allowed, hostport) || strings.EqualFold(allowed, host) {
+			return true
+		}
+	}
+	return false
+}
+
+// allowedOrigin reports whether origin is a loopback origin or one of
+// AllowedOrigins.
+func (h *HTTPHandler) allowedOrigin(origin string) bool {
+	for _, allowed := range h.opts.AllowedOrigins {
+		if strings.EqualFold(allowed, origin) {
+			return true
+		}
+	}
+	u, err := url.Parse(origin)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && isLoopbackHost(u.Host)
+}
+
+func hostWithoutPort(hostport string) string {
+	if host, _, err := net.SplitHostPort(hostport); err == nil {
+		return host
+	}
+	return strings.TrimSuffix(strings.TrimPrefix(hostport, "["), "]")
+}
+
+// isLoopbackHost reports whether hostport names localhost or a loopback IP.
+func isLoopbackHost(hostport string) bool {
+	host := hostWithoutPort(hostport)
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// mediaTypes reports which of JSON and SSE an Accept header admits; a
+// missing header admits both.
+func mediaTypes(accept []string) (json, sse bool) {
+	if len(accept) == 0 {
+		return true, true
+	}
+	for _, line := range accept {
+		for _, part := range strings.Split(line, ",") {
+			mt, _, err := mime.ParseMediaType(strings.TrimSpace(part))
+			if err != nil {
+				continue
+			}
+			switch mt {
+			case "*/*":
+				json, sse = true, true
+			case "application/json", "application/*":
+				json = true
+			case "text/event-stream", "text/*":
+				sse = true
+			}
+		}
+	}
+	return json, sse
+}
+
+// readBody reads a POST body of at most MaxBodyBytes, answering the
+// request itself (415, 413, 400) when it cannot be read.
+func (h *HTTPHandler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mt != "application/json" {
+		httpError(w, http.StatusUnsupportedMediaType, "Unsupported Media Type: Content-Type must be application/json")
+		return nil, false
+	}
+	limit := int64(h.opts.MaxBodyBytes)
+	if r.ContentLength > limit {
+		httpError(w, http.StatusRequestEntityTooLarge, "Request body exceeds the "+strconv.Itoa(h.opts.MaxBodyBytes)+"-byte limit")
+		return nil, false
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			httpError(w, http.StatusRequestEntityTooLarge, "Request body exceeds the "+strconv.Itoa(h.opts.MaxBodyBytes)+"-byte limit")
+			return nil, false
+		}
+		httpError(w, http.StatusBadRequest, "Bad Request: reading the body failed")
+		return nil, false
+	}
+	return body, true
+}
+
+// servePost serves one JSON-RPC message POSTed to the endpoint.
+func (h *HTTPHandler) servePost(w http.ResponseWriter, r *http.Request) {
+	acceptJSON, acceptSSE := mediaTypes(r.Header.Values("Accept"))
+	if !acceptJSON || !acceptSSE {
+		httpError(w, http.StatusNotAcceptable, "Not Acceptable: Accept must list application/json and text/event-stream")
+		return
+	}
+	body, ok := h.readBody(w, r)
+	if !ok {
+		return
+	}
+	env, err := decodeEnvelope(body)
+	switch {
+	case err != nil:
+		writeJSONFrame(w, http.StatusBadRequest, errorFrame("", errParseFrame))
+		return
+	case env.kind == kindArray:
+		writeJSONFrame(w, http.StatusBadRequest, errorFrame("", invalidRequest("JSON-RPC batches are not supported")))
+		return
+	case env.kind != kindObject:
+		writeJSONFrame(w, http.StatusBadRequest, errorFrame("", errInvalidRequest))
+		return
+	}
+	msg := newPostedMessage(env)
+	msg.size = len(body)
+	if msg.stateless(r) {
+		h.serveStateless(w, r, msg)
+		return
+	}
+	h.serveSessionPost(w, r, msg)
+}
+
+// postedMessage is a decoded POST body and what routing reads of it.
+type postedMessage struct {
+	env      envelope
+	size     int // the body's length, the job's size for the executor
+	method   string
+	methodOK bool
+	id       string // canonical id; "" when absent or untracked
+	tracked  bool
+	// metaVersion is params._meta's protocol version, "" when absent or
+	// not a string; hasMeta says whether it was present at all.
+	metaVersion string
+	hasMeta     bool
+}
+
+func newPostedMessage(env envelope) *postedMessage {
+	m := &postedMessage{env: env}
+	m.method, m.methodOK = decodeMethod(env.method)
+	if env.id != nil {
+		m.id, m.tracked = canonicalID(env.id)
+		if !m.tracked {
+			m.id = ""
+		}
+	}
+	if env.params != nil && env.params[0] == '{' {
+		if meta, ok := lookupMember(env.params, "_meta"); ok && isJSONObject(meta) {
+			if v, ok := lookupMember(meta, metaKeyProtocolVersion); ok {
+				m.hasMeta = true
+				m.metaVersion, _ = decodeString(v)
+			}
+		}
+	}
+	return m
+}
+
+// isResponse reports whether the message is a response to a
+// server-to-client request.
+func (m *postedMessage) isResponse() bool {
+	return m.env.method == nil && (m.env.result != nil || m.env.errorV != nil)
+}
+
+// isNotification reports whether the message is a notification.
+func (m *postedMessage) isNotification() bool { return m.env.id == nil && m.methodOK }
+
+// stateless reports whether the message is served as 2026-07-28: its _meta
+// names a protocol version, or it belongs to no session (no Mcp-Session-Id)
+// and is neither initialize nor a response and does not name an
+// initialize-era version in its header.
+func (m *postedMessage) stateless(r *http.Request) bool {
+	if m.hasMeta {
+		return true
+	}
+	if r.Header.Get(headerSessionID) != "" || m.isResponse() || m.method == "initialize" {
+		return false
+	}
+	v := r.Header.Get(headerProtocolVersion)
+	return v == "" || isStatelessVersion(v) || !isKnownProtocolVersion(v)
+}
+
+// requestHeader returns the request's headers as a Request carries them:
+// lower-case names, the first value of each.
+func requestHeader(r *http.Request) map[string]string {
+	header := make(map[string]string, len(r.Header))
+	for name, values := range r.Header {
+		if len(values) > 0 {
+			header[strings.ToLower(name)] = strings.TrimSpace(values[0])
+		}
+	}
+	return header
+}
+
+// serveStateless serves a 2026-07-28 message: its headers must mirror its
+// body, and errors map onto HTTP statuses.
+func (h *HTTPHandler) serveStateless(w http.ResponseWriter, r *http.Request, msg *postedMessage) {
+	if msg.isResponse() {
+		writeJSONFrame(w, http.StatusBadRequest, errorFrame("", invalidRequest("a 2026-07-28 client sends no responses")))
+		return
+	}
+	header := requestHeader(r)
+	if msg.hasMeta && !msg.isNotification() {
+		if rerr := h.checkMirroredHeaders(header, msg); rerr != nil {
+			writeJSONFrame(w, http.StatusBadRequest, errorFrame(msg.id, rerr))
+			return
+		}
+	}
+	x := h.newExchange(nil, msg)
+	x.req.Header = header
+	h.runExchange(w, r, x)
+}
+
+// statelessStatus is the HTTP status of a 2026-07-28 response whose error
+// code is code.
+func statelessStatus(code int) int {
+	switch code {
+	case CodeMethodNotFound:
+		return http.StatusNotFound
+	case CodeInvalidParams, CodeHeaderMismatch, CodeMissingCapability, CodeUnsupportedVersion, CodeParseError, CodeInvalidRequest:
+		return http.StatusBadRequest
+	case CodeInternalError:
+		return http.StatusInternalServerError
+	}
+	return http.StatusOK
+}
+
+// frameErrorCode returns the error code of a response frame, or 0 for a
+// result.
+func frameErrorCode(frame []byte) int {
+	e, ok := lookupMember(frame, "error")
+	if !ok {
+		return 0
+	}
+	raw, ok := lookupMember(e, "code")
+	if !ok {
+		return 0
+	}
+	code, err := strconv.Atoi(string(raw))
+	if err != nil {
+		return 0
+	}
+	return code
+}
+
+// errShuttingDown answers requests that arrive once Close was called.
+var errShuttingDown = &RPCError{Code: CodeInternalError, Message: "Server shutting down"}
+
+// closing reports whether CloseStreams was called.
+func (h *HTTPHandler) closing() bool {
+	select {
+	case <-h.quit:
+		return true
+	default:
+		return false
+	}
+}

@@ -1,0 +1,193 @@
+package main
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// The request metadata headers of 2026-07-28: MCP-Protocol-Version,
+// Mcp-Method, Mcp-Name and a tool's Mcp-Param-{Name} headers mirror the body,
+// and a request whose headers do not is refused 400 with -32020.
+
+func headerMismatch(format string, a ...any) *RPCError {
+	return &RPCError{Code: CodeHeaderMismatch, Message: "Header mismatch: " + fmt.Sprintf(format, a...)}
+}
+
+// checkMirroredHeaders validates the mirrored headers of a 2026 request
+// (header as requestHeader returns it) against its body.
+func (h *HTTPHandler) checkMirroredHeaders(header map[string]string, msg *postedMessage) *RPCError {
+	if rerr := checkMirrored(header, "MCP-Protocol-Version", msg.metaVersion, false); rerr != nil {
+		return rerr
+	}
+	if rerr := checkMirrored(header, headerMethod, msg.method, false); rerr != nil {
+		return rerr
+	}
+	member := ""
+	switch msg.method {
+	case "tools/call", "prompts/get":
+		member = "name"
+	case "resources/read":
+		member = "uri"
+	}
+	if member == "" {
+		return nil
+	}
+	raw, _ := lookupMember(msg.env.params, member)
+	value, ok := decodeString(raw)
+	if !ok {
+		return nil // the dispatcher refuses the params themselves
+	}
+	if rerr := checkMirrored(header, headerName, value, true); rerr != nil {
+		return rerr
+	}
+	if msg.method == "tools/call" {
+		arguments, _ := lookupMember(msg.env.params, "arguments")
+		return checkParamHeaders(header, h.toolInputSchema(value), arguments)
+	}
+	return nil
+}
+
+// checkMirrored checks that header name is present and equals want; an
+// encoded value (the =?base64?…?= sentinel) is decoded first when encoded is
+// true.
+func checkMirrored(header map[string]string, name, want string, encoded bool) *RPCError {
+	got, ok := header[strings.ToLower(name)]
+	if !ok {
+		return headerMismatch("required header %s is missing", name)
+	}
+	if !isHeaderValue(got) {
+		return headerMismatch("%s header value has invalid characters", name)
+	}
+	if encoded {
+		decoded, err := decodeHeaderValue(got)
+		if err != nil {
+			return headerMismatch("%s header value is not valid Base64", name)
+		}
+		got = decoded
+	}
+	if got != want {
+		return headerMismatch("%s header value %q does not match body value %q", name, got, want)
+	}
+	return nil
+}
+
+// isHeaderValue reports whether v has only the characters a header value may
+// carry unencoded: visible ASCII, space and tab.
+func isHeaderValue(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; (c < 0x20 || c > 0x7e) && c != '\t' {
+			return false
+		}
+	}
+	return true
+}
+
+// decodeHeaderValue decodes the Base64 sentinel form =?base64?…?=; any other
+// value is literal.
+func decodeHeaderValue(v string) (string, error) {
+	const prefix, suffix = "=?base64?", "?="
+	if len(v) < len(prefix)+len(suffix) || !strings.HasPrefix(v, prefix) || !strings.HasSuffix(v, suffix) {
+		return v, nil
+	}
+	b, err := base64.StdEncoding.Strict().DecodeString(v[len(prefix) : len(v)-len(suffix)])
+	return string(b), err
+}
+
+// toolInputSchema returns the input schema of the runtime's tool name; nil
+// when the dispatcher is not a *Runtime or has no such tool.
+func (h *HTTPHandler) toolInputSchema(name string) json.RawMessage {
+	rt, ok := h.dispatcher.(*Runtime)
+	if !ok {
+		return nil
+	}
+	rt.mu.RLock()
+	defer rt.mu.RUnlock()
+	if e, ok := rt.cat.tools.byKey[name]; ok {
+		return e.tool.InputSchema
+	}
+	return nil
+}
+
+// headerSchema is the part of a JSON Schema x-mcp-header annotations live
+// in: properties reached through properties keys only.
+type headerSchema struct {
+	Properties map[string]headerSchema `json:"properties"`
+	Header     *string                 `json:"x-mcp-header"`
+}
+
+// checkParamHeaders checks the Mcp-Param-{Name} headers of a tools/call: for
+// every property the schema annotates with x-mcp-header whose value the
+// arguments carry (not null), the header must be present and equal it.
+func checkParamHeaders(header map[string]string, schema, arguments json.RawMessage) *RPCError {
+	if !bytes.Contains(schema, []byte(`"x-mcp-header"`)) {
+		return nil
+	}
+	var root headerSchema
+	if json.Unmarshal(schema, &root) != nil {
+		return nil
+	}
+	var args any
+	dec := json.NewDecoder(bytes.NewReader(arguments))
+	dec.UseNumber()
+	if len(arguments) == 0 || dec.Decode(&args) != nil {
+		args = nil
+	}
+	return root.checkParams(header, args)
+}
+
+func (s headerSchema) checkParams(header map[string]string, value any) *RPCError {
+	obj, _ := value.(map[string]any)
+	for name, prop := range s.Properties {
+		v, present := obj[name]
+		if !present || v == nil {
+			continue
+		}
+		if prop.Header != nil {
+			if rerr := checkParamHeader(header, *prop.Header, v); rerr != nil {
+				return rerr
+			}
+		}
+		if rerr := prop.checkParams(header, v); rerr != nil {
+			return rerr
+		}
+	}
+	return nil
+}
+
+// checkParamHeader checks the header Mcp-Param-{name} against v, a string,
+// a boolean or an integer (compared numerically).
+func checkParamHeader(header map[string]string, name string, v any) *RPCError {
+	full := headerParamPrefix + name
+	got, ok := header[strings.ToLower(full)]
+	if !ok {
+		return headerMismatch("required header %s is missing", full)
+	}
+	if !isHeaderValue(got) {
+		return headerMismatch("%s header value has invalid characters", full)
+	}
+	decoded, err := decodeHeaderValue(got)
+	if err != nil {
+		return headerMismatch("%s header value is not valid Base64", full)
+	}
+	var match bool
+	switch v := v.(type) {
+	case string:
+		match = decoded == v
+	case bool:
+		match = decoded == strconv.FormatBool(v)
+	case json.Number:
+		want, err1 := strconv.ParseFloat(v.String(), 64)
+		have, err2 := strconv.ParseFloat(decoded, 64)
+		match = err1 == nil && err2 == nil && want == have
+	default:
+		return nil // not a primitive: the annotation is invalid, nothing to mirror
+	}
+	if !match {
+		return headerMismatch("%s header value %q does not match the body", full, decoded)
+	}
+	return nil
+}

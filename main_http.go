@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// serveHTTP is the command with -http: it serves rt over Streamable HTTP on
+// c.httpAddr until SIGINT or SIGTERM, then drains: no new connections, open
+// streams end, requests in flight finish (within the request timeout). It
+// returns the exit status: 0 after the drain, 1 when serving failed, 2 for
+// a bad address.
+func serveHTTP(c config, rt *Runtime, logger *slog.Logger, stderr io.Writer) int {
+	if c.notifyEvery > 0 || len(c.notificationMethods) > 0 {
+		fmt.Fprintln(stderr, "mcpstdio: -notification-methods and -notify-every apply to stdio only, not with -http")
+		return 2
+	}
+	host, port, err := net.SplitHostPort(c.httpAddr)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcpstdio: -http %q: %v\n", c.httpAddr, err)
+		return 2
+	}
+	if host == "" {
+		host = "127.0.0.1" // never all interfaces unless the user names them
+	}
+	if err := registerHTTPReferenceTools(rt); err != nil {
+		logger.Error("mcpstdio: building the catalog failed", "err", err)
+		return 1
+	}
+	allowed := c.allowedHosts
+	if !isLoopbackHost(host) {
+		allowed = append(allowed, host)
+	}
+	h, err := NewHTTPHandler(rt, HTTPOptions{
+		MaxBodyBytes:     c.maxLineBytes,
+		RequestTimeout:   c.requestTimeout,
+		MaxSubscriptions: c.maxSubscriptions,
+		MaxConcurrency:   c.maxConcurrency,
+		MaxQueue:         c.maxQueue,
+		MaxInflightBytes: c.maxInflightBytes,
+		KeepAlive:        c.keepAlive,
+		WriteTimeout:     c.writeTimeout,
+		AllowedHosts:     allowed,
+		AllowedOrigins:   c.allowedOrigins,
+		Logger:           logger,
+	})
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, port))
+	if err != nil {
+		logger.Error("mcpstdio: listening failed", "addr", c.httpAddr, "err", err)
+		h.Close()
+		return 1
+	}
+	bound := ln.Addr().String()
+	if c.httpAddrFile != "" {
+		if err := writeFileAtomic(c.httpAddrFile, bound+"\n"); err != nil {
+			logger.Error("mcpstdio: -http-addr-file", "err", err)
+			ln.Close()
+			h.Close()
+			return 1
+		}
+	}
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	fmt.Fprintf(stderr, "mcpstdio: serving MCP over HTTP at http://%s%s\n", bound, DefaultHTTPPath)
+	select {
+	case err := <-served:
+		logger.Error("mcpstdio: serving HTTP failed", "err", err)
+		h.Close()
+		return 1
+	case <-ctx.Done():
+	}
+	logger.Info("mcpstdio: stopping: draining requests in flight")
+	h.CloseStreams()
+	drain := c.requestTimeout
+	if drain <= 0 {
+		drain = defaultJobTimeout
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), drain+time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		logger.Warn("mcpstdio: drain cut short", "err", err)
+		srv.Close()
+	}
+	h.Close()
+	return 0
+}
+
+// writeFileAtomic writes content to path through a temporary file, so a
+// reader never sees it half written.
+func writeFileAtomic(path, content string) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".mcpstdio-addr-*")
+	if err != nil {
+		return err
+	}
+	_, werr := tmp.WriteString(content)
+	cerr := tmp.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// headerParamSchema is the input schema of test_header_param: its region
+// is mirrored in the Mcp-Param-Region header (2026-07-28, x-mcp-header).
+const headerParamSchema = `{"type":"object","properties":{"region":{"type":"string","description":"Mirrored in the Mcp-Param-Region header","x-mcp-header":"Region"}},"required":["region"]}`
+
+// registerHTTPReferenceTools adds the tools only the HTTP reference server
+// has: test_header_param, whose argument travels in a header too.
+func registerHTTPReferenceTools(rt *Runtime) error {
+	return rt.AddTool(Tool{Name: "test_header_param", Description: "Returns its region argument, which the client mirrors in the Mcp-Param-Region header", InputSchema: json.RawMessage(headerParamSchema)},
+		func(_ context.Context, req *HandlerRequest) (*ToolResult, error) {
+			var args struct {
+				Region string `json:"region"`
+			}
+			if err := req.Bind(&args); err != nil {
+				return nil, err
+			}
+			return TextResult("region: " + args.Region), nil
+		})
+}
