@@ -3,13 +3,13 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"os/exec"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -267,10 +267,10 @@ func callToCompletion(c *replicaClient, m mrtrCase) *rpcReply {
 		}
 		answers := m.rounds[round]
 		if res.ResultType != "input_required" || res.RequestState == "" || !sameKeys(res.InputRequests, answers) {
-			c.t.Fatalf("%s, round %d: %s, want input_required asking %v with a requestState", m.tool, round+1, reply.Result, keysOf(answers))
+			c.t.Fatalf("%s, round %d: %s, want input_required asking %v with a requestState", m.tool, round+1, reply.Result, slices.Sorted(maps.Keys(answers)))
 		}
 		var responses []string
-		for _, key := range keysOf(answers) {
+		for _, key := range slices.Sorted(maps.Keys(answers)) {
 			responses = append(responses, strconv.Quote(key)+":"+answers[key])
 		}
 		params = `"name":` + strconv.Quote(m.tool) + `,"arguments":{},"inputResponses":{` + strings.Join(responses, ",") +
@@ -278,17 +278,8 @@ func callToCompletion(c *replicaClient, m mrtrCase) *rpcReply {
 	}
 }
 
-func keysOf[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
 func sameKeys(asked map[string]json.RawMessage, answers map[string]string) bool {
-	return slices.Equal(keysOf(asked), keysOf(answers))
+	return slices.Equal(slices.Sorted(maps.Keys(asked)), slices.Sorted(maps.Keys(answers)))
 }
 
 // replicaFlow is a conversation whose every request after the first carries
