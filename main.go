@@ -40,6 +40,7 @@ type config struct {
 	httpAddr, httpAddrFile                    string
 	allowedHosts, allowedOrigins              []string
 	keepAlive                                 time.Duration
+	pageSize                                  int
 }
 
 // parseFlags parses args; the error has been reported on stderr already.
@@ -61,6 +62,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&level, "log-level", "info", "stderr diagnostics level: debug, info, warn, error")
 	fs.StringVar(&stateKeyFile, "state-key-file", "", "`FILE` holding the secret that signs pagination cursors and requestStates, so that replicas given the same file accept each other's "+
 		"(at least 32 bytes once trailing whitespace is trimmed; a file of random bytes works, e.g. head -c 32 /dev/urandom | base64 > key); default: a random key per process")
+	fs.IntVar(&c.pageSize, "page-size", defaultPageSize, "items per page of tools/list, prompts/list, resources/list and resources/templates/list")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the session to this file")
 	fs.StringVar(&c.memProfile, "memprofile", "", "write a heap profile to this file at the end of the session")
 	fs.StringVar(&c.httpAddr, "http", "", "serve Streamable HTTP on this address (e.g. :8080, which binds 127.0.0.1) instead of stdio")
@@ -101,6 +103,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if c.keepAlive <= 0 {
 		return fail("-http-keep-alive must be positive, got %v", c.keepAlive)
+	}
+	if c.pageSize <= 0 {
+		return fail("-page-size must be positive, got %d", c.pageSize)
 	}
 	if c.maxQueue < -1 {
 		return fail("-max-queue must not be negative, got %d", c.maxQueue)
@@ -158,6 +163,7 @@ func run(args []string, stdin, stdout, stderr *os.File) int {
 		ResourcesListChanged: true,
 		ResourcesSubscribe:   true,
 		StateKey:             c.stateKey,
+		PageSize:             c.pageSize,
 		Logger:               logger,
 	})
 	if err != nil {

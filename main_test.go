@@ -293,6 +293,7 @@ func TestBinaryBadFlags(t *testing.T) {
 		{"-protocols", "1999-01-01"},
 		{"-max-line-bytes", "0"},
 		{"-max-inflight-bytes", "0"},
+		{"-page-size", "0"},
 		{"-write-timeout", "-1s"},
 		{"-notify-every", "1s"},
 		{"-log-level", "loud"},
