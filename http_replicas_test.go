@@ -1,20 +1,17 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 )
 
@@ -434,57 +431,6 @@ func TestHTTPReplicaWithAnotherKeyRefuses(t *testing.T) {
 			})
 		}
 	}
-}
-
-// httpServerProcess is the real command serving -http on a port of its own.
-type httpServerProcess struct {
-	*serverProcess
-	base       string        // scheme://host:port it announced
-	stderrDone chan struct{} // closed once stderr reached EOF
-}
-
-// startHTTPServer starts the command with -http 127.0.0.1:0 and args, and
-// returns once it announced its address on stderr.
-func startHTTPServer(t *testing.T, args ...string) *httpServerProcess {
-	t.Helper()
-	cmd := exec.Command(serverBinary(t), append([]string{"-http", "127.0.0.1:0"}, args...)...)
-	pipe, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &httpServerProcess{
-		serverProcess: &serverProcess{t: t, cmd: cmd, stderr: &strings.Builder{}, errMu: &sync.Mutex{}},
-		stderrDone:    make(chan struct{}),
-	}
-	startCommand(t, cmd)
-	log := lockedWriter{p.errMu, p.stderr}
-	lines := bufio.NewScanner(pipe)
-	for p.base == "" && lines.Scan() {
-		log.Write([]byte(lines.Text() + "\n"))
-		if _, after, ok := strings.Cut(lines.Text(), "serving MCP over HTTP at "); ok {
-			p.base = strings.TrimSuffix(after, DefaultHTTPPath)
-		}
-	}
-	if p.base == "" {
-		t.Fatalf("no address on stderr (%v): %s", lines.Err(), p.stderrText())
-	}
-	go func() {
-		defer close(p.stderrDone)
-		for lines.Scan() {
-			log.Write([]byte(lines.Text() + "\n"))
-		}
-	}()
-	return p
-}
-
-// stop sends SIGTERM and returns the exit status once the process drained.
-func (p *httpServerProcess) stop() int {
-	p.t.Helper()
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		p.t.Fatalf("SIGTERM: %v", err)
-	}
-	<-p.stderrDone
-	return p.wait()
 }
 
 // Three processes started with the same -state-key-file behind a

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 )
@@ -17,29 +18,8 @@ import (
 // before it exits 0.
 func TestBinaryServesHTTPAndDrainsOnSIGTERM(t *testing.T) {
 	addrFile := filepath.Join(t.TempDir(), "addr")
-	cmd := exec.Command(serverBinary(t), "-http", "127.0.0.1:0", "-http-addr-file", addrFile)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	lines := bufio.NewScanner(stderr)
-	var url string
-	for url == "" && lines.Scan() {
-		if _, after, ok := strings.Cut(lines.Text(), "serving MCP over HTTP at "); ok {
-			url = after
-		}
-	}
-	if url == "" {
-		t.Fatalf("no address on stderr (%v)", lines.Err())
-	}
-	go func() {
-		for lines.Scan() {
-		}
-	}()
+	p := startHTTPServer(t, "-http-addr-file", addrFile)
+	url := p.base + DefaultHTTPPath
 	addr, err := os.ReadFile(addrFile)
 	if err != nil || "http://"+strings.TrimSpace(string(addr))+"/mcp" != url {
 		t.Fatalf("-http-addr-file holds %q (%v), stderr says %s", addr, err, url)
@@ -60,7 +40,7 @@ func TestBinaryServesHTTPAndDrainsOnSIGTERM(t *testing.T) {
 		t.Fatalf("first event %s, want the first progress report", got)
 	}
 	// The request is running: the drain must let it finish.
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	for {
@@ -72,7 +52,59 @@ func TestBinaryServesHTTPAndDrainsOnSIGTERM(t *testing.T) {
 			t.Fatalf("event %s, want progress or the result", got)
 		}
 	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("after SIGTERM: %v, want exit status 0", err)
+	<-p.stderrDone
+	if status := p.wait(); status != 0 {
+		t.Fatalf("after SIGTERM: exit status %d, want 0; stderr:\n%s", status, p.stderrText())
 	}
+}
+
+// httpServerProcess is the real command serving -http on a port of its own.
+type httpServerProcess struct {
+	*serverProcess
+	base       string        // scheme://host:port it announced
+	stderrDone chan struct{} // closed once stderr reached EOF
+}
+
+// startHTTPServer starts the command with -http 127.0.0.1:0 and args, and
+// returns once it announced its address on stderr.
+func startHTTPServer(t *testing.T, args ...string) *httpServerProcess {
+	t.Helper()
+	cmd := exec.Command(serverBinary(t), append([]string{"-http", "127.0.0.1:0"}, args...)...)
+	pipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &httpServerProcess{
+		serverProcess: &serverProcess{t: t, cmd: cmd, stderr: &strings.Builder{}, errMu: &sync.Mutex{}},
+		stderrDone:    make(chan struct{}),
+	}
+	startCommand(t, cmd)
+	log := lockedWriter{p.errMu, p.stderr}
+	lines := bufio.NewScanner(pipe)
+	for p.base == "" && lines.Scan() {
+		log.Write([]byte(lines.Text() + "\n"))
+		if _, after, ok := strings.Cut(lines.Text(), "serving MCP over HTTP at "); ok {
+			p.base = strings.TrimSuffix(after, DefaultHTTPPath)
+		}
+	}
+	if p.base == "" {
+		t.Fatalf("no address on stderr (%v): %s", lines.Err(), p.stderrText())
+	}
+	go func() {
+		defer close(p.stderrDone)
+		for lines.Scan() {
+			log.Write([]byte(lines.Text() + "\n"))
+		}
+	}()
+	return p
+}
+
+// stop sends SIGTERM and returns the exit status once the process drained.
+func (p *httpServerProcess) stop() int {
+	p.t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		p.t.Fatalf("SIGTERM: %v", err)
+	}
+	<-p.stderrDone
+	return p.wait()
 }
