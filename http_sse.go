@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"net/http"
 	"strconv"
 	"strings"
@@ -275,7 +276,7 @@ func (s *sseWriter) event(id string, retry time.Duration, frame []byte) bool {
 	}
 	if frame != nil {
 		buf = append(buf, "event: message\ndata: "...)
-		buf = append(buf, strings.TrimSuffix(string(frame), "\n")...)
+		buf = append(buf, bytes.TrimSuffix(frame, []byte("\n"))...)
 		buf = append(buf, '\n')
 	} else {
 		buf = append(buf, "data: \n"...)
