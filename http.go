@@ -23,6 +23,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -36,6 +37,10 @@ const (
 	DefaultSessionIdleTimeout = 30 * time.Minute
 	DefaultKeepAlive          = 20 * time.Second
 	DefaultSSERetry           = 2 * time.Second
+
+	DefaultMaxSessionReplayBytes = 4 << 20
+	DefaultMaxReplayBytes        = 64 << 20
+	DefaultReadBodyTimeout       = 30 * time.Second
 )
 
 // HTTP header names the transport reads and writes.
@@ -80,6 +85,25 @@ type HTTPOptions struct {
 	// SSERetry is the reconnection delay an initialize-era SSE stream
 	// announces in its retry field (default 2s).
 	SSERetry time.Duration
+	// MaxSessionReplayBytes bounds the bytes of the SSE events one session
+	// keeps for Last-Event-ID replay (default 4 MiB); MaxReplayBytes bounds
+	// those of all sessions together (default 64 MiB). The bytes counted are
+	// the events' JSON frames, from when an event is sent (or queued for a
+	// GET stream not connected) until its stream is dropped: its response
+	// was delivered, or it ended and is the oldest of maxSessionStreams.
+	// Beyond a bound the oldest ended streams go first, then the oldest
+	// events (beyond MaxReplayBytes, those of the session keeping the
+	// most); the event being sent is always kept. A Last-Event-ID whose
+	// successors were dropped is refused 400, as an unknown one, and a
+	// connection replaying a stream whose next events are dropped under it
+	// ends, for the client to resume and learn so.
+	MaxSessionReplayBytes int
+	MaxReplayBytes        int
+	// ReadBodyTimeout bounds reading one POST body, from when the handler
+	// starts reading it (default 30s); a body that takes longer is answered
+	// 408. It is a per-request read deadline, lifted once the body is read,
+	// so long-lived response streams are not cut.
+	ReadBodyTimeout time.Duration
 
 	// AllowedHosts are Host header values (host or host:port, matched
 	// case-insensitively) accepted besides loopback names; AllowedOrigins
@@ -120,6 +144,12 @@ func (o *HTTPOptions) normalize() error {
 		return fmt.Errorf("mcpstdio: HTTPOptions.WriteTimeout must be positive, got %v", o.WriteTimeout)
 	case o.SSERetry < 0:
 		return fmt.Errorf("mcpstdio: HTTPOptions.SSERetry must be positive, got %v", o.SSERetry)
+	case o.MaxSessionReplayBytes < 0:
+		return fmt.Errorf("mcpstdio: HTTPOptions.MaxSessionReplayBytes must be positive, got %d", o.MaxSessionReplayBytes)
+	case o.MaxReplayBytes < 0:
+		return fmt.Errorf("mcpstdio: HTTPOptions.MaxReplayBytes must be positive, got %d", o.MaxReplayBytes)
+	case o.ReadBodyTimeout < 0:
+		return fmt.Errorf("mcpstdio: HTTPOptions.ReadBodyTimeout must be positive, got %v", o.ReadBodyTimeout)
 	case o.Path != "" && !strings.HasPrefix(o.Path, "/"):
 		return fmt.Errorf("mcpstdio: HTTPOptions.Path must start with \"/\", got %q", o.Path)
 	case o.Executor != nil && (o.MaxConcurrency != 0 || o.MaxQueue != 0 || o.MaxInflightBytes != 0):
@@ -156,6 +186,15 @@ func (o *HTTPOptions) normalize() error {
 	if o.SSERetry == 0 {
 		o.SSERetry = DefaultSSERetry
 	}
+	if o.MaxSessionReplayBytes == 0 {
+		o.MaxSessionReplayBytes = DefaultMaxSessionReplayBytes
+	}
+	if o.MaxReplayBytes == 0 {
+		o.MaxReplayBytes = DefaultMaxReplayBytes
+	}
+	if o.ReadBodyTimeout == 0 {
+		o.ReadBodyTimeout = DefaultReadBodyTimeout
+	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -173,7 +212,8 @@ type HTTPHandler struct {
 	ownsExec   bool
 
 	sessions  sessionTable
-	listeners listenerSet // open 2026 subscriptions/listen streams
+	replay    replayBudget // of the sessions' SSE events
+	listeners listenerSet  // open 2026 subscriptions/listen streams
 	stopWatch func()
 
 	quit      chan struct{} // closed by CloseStreams: long-lived streams end
@@ -198,6 +238,8 @@ func NewHTTPHandler(d Dispatcher, opts HTTPOptions) (*HTTPHandler, error) {
 		quit:       make(chan struct{}),
 	}
 	h.sessions.init(opts.MaxSessions, opts.SessionIdleTimeout)
+	h.replay.perSession, h.replay.total = int64(opts.MaxSessionReplayBytes), int64(opts.MaxReplayBytes)
+	h.replay.sessions = &h.sessions
 	h.listeners.init()
 	if h.executor == nil {
 		e, err := NewExecutor(ExecutorOptions{MaxConcurrency: opts.MaxConcurrency, MaxQueue: opts.MaxQueue, MaxInflightBytes: opts.MaxInflightBytes})
@@ -348,8 +390,8 @@ func mediaTypes(accept []string) (json, sse bool) {
 	return json, sse
 }
 
-// readBody reads a POST body of at most MaxBodyBytes, answering the
-// request itself (415, 413, 400) when it cannot be read.
+// readBody reads a POST body of at most MaxBodyBytes within ReadBodyTimeout,
+// answering the request itself (415, 413, 408, 400) when it cannot be read.
 func (h *HTTPHandler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mt != "application/json" {
@@ -361,14 +403,27 @@ func (h *HTTPHandler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, 
 		httpError(w, http.StatusRequestEntityTooLarge, "Request body exceeds the "+strconv.Itoa(h.opts.MaxBodyBytes)+"-byte limit")
 		return nil, false
 	}
+	// The deadline is the connection's: it is lifted once the body is read,
+	// else it would end the response streams that outlive it (when reading
+	// failed it stays, so the server does not wait for the rest of the body
+	// either). A response that cannot take deadlines is read without.
+	rc := http.NewResponseController(w)
+	timed := rc.SetReadDeadline(time.Now().Add(h.opts.ReadBodyTimeout)) == nil
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 			httpError(w, http.StatusRequestEntityTooLarge, "Request body exceeds the "+strconv.Itoa(h.opts.MaxBodyBytes)+"-byte limit")
 			return nil, false
 		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			httpError(w, http.StatusRequestTimeout, "Request Timeout: the body took longer than "+h.opts.ReadBodyTimeout.String()+" to arrive")
+			return nil, false
+		}
 		httpError(w, http.StatusBadRequest, "Bad Request: reading the body failed")
-		return nil, false
+		return nil, false // the deadline stays: the rest of the body is not waited for
+	}
+	if timed {
+		rc.SetReadDeadline(time.Time{})
 	}
 	return body, true
 }

@@ -203,6 +203,7 @@ func (x *httpExchange) respond(frame []byte) {
 		if x.sess == nil {
 			status = statelessStatus(frameErrorCode(frame))
 		}
+		x.sse.deadline() // a client that does not read it does not hold it
 		writeJSONFrame(x.sse.w, status, frame)
 		return
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -15,12 +16,28 @@ import (
 // maxSessionStreams bounds the ended streams a session keeps for replay.
 const maxSessionStreams = 64
 
+// replayBudget bounds the bytes of the SSE events the sessions of one
+// handler keep for Last-Event-ID replay: each session's (perSession) and all
+// together (total). An event is charged from when it is appended until it is
+// dropped; the budget is enforced right after each append, dropping the
+// oldest events first (see httpSession.dropOldestEvent), never the event just
+// appended, so a session exceeds perSession by at most that one event.
+type replayBudget struct {
+	perSession, total int64         // read-only
+	sessions          *sessionTable // where the total's victims are found; read-only
+	used              atomic.Int64  // the bytes kept by all sessions
+}
+
 // httpSession is one initialize-era session: what initialize negotiated and
 // the state the stdio coordinator keeps per connection. Safe for concurrent
 // use: every field after id is guarded by mu.
 type httpSession struct {
-	id    string        // read-only
-	ended chan struct{} // closed when the session ends (DELETE, expiry, Close)
+	id     string        // read-only
+	ended  chan struct{} // closed when the session ends (DELETE, expiry, Close)
+	budget *replayBudget // read-only
+	// retained is the bytes of the events the session's streams keep,
+	// changed by eventLog under its lock.
+	retained atomic.Int64
 
 	mu          sync.Mutex
 	session     Session
@@ -45,10 +62,11 @@ type httpOutgoing struct {
 	reply chan peerReply
 }
 
-func newHTTPSession(id string) *httpSession {
+func newHTTPSession(id string, budget *replayBudget) *httpSession {
 	s := &httpSession{
 		id:          id,
 		ended:       make(chan struct{}),
+		budget:      budget,
 		resourceSub: make(map[string]bool),
 		inflight:    make(map[string]*httpExchange),
 		outgoing:    make(map[string]*httpOutgoing),
@@ -67,25 +85,66 @@ func newSessionID() string { return rand.Text() }
 // ended one beyond maxSessionStreams.
 func (s *httpSession) newStreamLocked() *eventLog {
 	s.nextStream++
-	l := newEventLog(s.nextStream)
+	l := newEventLog(s.nextStream, s)
 	s.streams[l.stream] = l
 	s.order = append(s.order, l.stream)
 	if len(s.order) > maxSessionStreams {
-		for i, n := range s.order {
-			if old := s.streams[n]; old != s.standalone && old.isEnded() {
-				delete(s.streams, n)
-				s.order = slices.Delete(s.order, i, i+1)
-				break
-			}
-		}
+		s.dropEndedStreamLocked()
 	}
 	return l
 }
 
-func (l *eventLog) isEnded() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.ended
+// dropEndedStreamLocked drops the oldest ended stream and the events it
+// kept; it reports false when no stream has ended.
+func (s *httpSession) dropEndedStreamLocked() bool {
+	for i, n := range s.order {
+		if old := s.streams[n]; old != s.standalone && old.isEnded() {
+			delete(s.streams, n)
+			s.order = slices.Delete(s.order, i, i+1)
+			old.release()
+			return true
+		}
+	}
+	return false
+}
+
+// dropOldestEvent frees some of what the session keeps for replay: its
+// oldest ended stream, else the oldest event of its oldest stream that keeps
+// one, other than event keepSeq of stream keep. It reports false when there
+// is nothing to drop.
+func (s *httpSession) dropOldestEvent(keep *eventLog, keepSeq uint64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dropEndedStreamLocked() {
+		return true
+	}
+	for _, n := range s.order {
+		l := s.streams[n]
+		spare := uint64(0)
+		if l == keep {
+			spare = keepSeq
+		}
+		if l.dropOldest(spare) {
+			return true
+		}
+	}
+	return false
+}
+
+// enforceReplayBudget drops the oldest events kept until the session, and
+// then the handler's sessions together, are within the budget; it never
+// drops event seq of stream l, just appended. The handler-wide excess is
+// taken from the session keeping the most.
+func (s *httpSession) enforceReplayBudget(l *eventLog, seq uint64) {
+	b := s.budget
+	for s.retained.Load() > b.perSession && s.dropOldestEvent(l, seq) {
+	}
+	for b.used.Load() > b.total {
+		victim := b.sessions.keepingMost(s)
+		if victim == nil || !victim.dropOldestEvent(l, seq) {
+			return
+		}
+	}
 }
 
 // newStream returns a new stream of the session (a POST's response).
@@ -95,12 +154,13 @@ func (s *httpSession) newStream() *eventLog {
 	return s.newStreamLocked()
 }
 
-// dropStream forgets stream l: it can no longer be resumed.
+// dropStream forgets stream l and its events: it can no longer be resumed.
 func (s *httpSession) dropStream(l *eventLog) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	delete(s.streams, l.stream)
 	s.order = slices.DeleteFunc(s.order, func(n uint64) bool { return n == l.stream })
+	s.mu.Unlock()
+	l.release()
 }
 
 // stream returns the session's stream number n, or nil.
@@ -263,8 +323,9 @@ func (s *httpSession) onChange(change Change) {
 	}
 }
 
-// finish ends the session: its streams end, its running requests are
-// cancelled and their server-to-client requests fail. Idempotent.
+// finish ends the session: its streams end and drop what they kept, its
+// running requests are cancelled and their server-to-client requests fail.
+// Idempotent.
 func (s *httpSession) finish() {
 	s.mu.Lock()
 	if s.done {
@@ -277,7 +338,7 @@ func (s *httpSession) finish() {
 	running := slices.Collect(maps.Values(s.inflight))
 	s.mu.Unlock()
 	for _, l := range streams {
-		l.end()
+		l.release()
 	}
 	for _, x := range running {
 		x.sub.cancelJob(&x.job)
@@ -352,6 +413,28 @@ func (t *sessionTable) remove(id string) bool {
 		s.finish()
 	}
 	return s != nil
+}
+
+// keepingMost returns the session that keeps the most bytes for replay,
+// among the live ones and also (when not nil) s, which may not be
+// registered yet; nil when none keeps any.
+func (t *sessionTable) keepingMost(s *httpSession) *httpSession {
+	var most *httpSession
+	var bytes int64
+	if s != nil {
+		most, bytes = s, s.retained.Load()
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, c := range t.byID {
+		if n := c.retained.Load(); n > bytes {
+			most, bytes = c, n
+		}
+	}
+	if bytes <= 0 {
+		return nil
+	}
+	return most
 }
 
 // all returns the live sessions.
@@ -444,7 +527,7 @@ func (h *HTTPHandler) serveSessionPost(w http.ResponseWriter, r *http.Request, m
 // serveInitialize serves an initialize without a session: a successful one
 // creates the session its response names.
 func (h *HTTPHandler) serveInitialize(w http.ResponseWriter, r *http.Request, msg *postedMessage) {
-	s := newHTTPSession(newSessionID())
+	s := newHTTPSession(newSessionID(), &h.replay)
 	x := h.newExchange(s, msg)
 	x.req.Header = requestHeader(r)
 	delete(x.req.Header, headerProtocolVersion)
@@ -454,6 +537,9 @@ func (h *HTTPHandler) serveInitialize(w http.ResponseWriter, r *http.Request, ms
 	s.track(x)
 	defer s.untrack(x)
 	h.runExchange(w, r, x)
+	if x.initializes {
+		s.finish() // never registered: what its stream kept is freed
+	}
 }
 
 // serveGet opens the session's stream of server-initiated messages, or
@@ -484,6 +570,10 @@ func (h *HTTPHandler) serveGet(w http.ResponseWriter, r *http.Request) {
 			httpError(w, http.StatusBadRequest, "Bad Request: Last-Event-ID names no stream of this session")
 			return
 		}
+		if why := l.replayable(seq); why != "" {
+			httpError(w, http.StatusBadRequest, "Bad Request: Last-Event-ID "+why)
+			return
+		}
 		if l == s.standalone && !s.claimListener() {
 			httpError(w, http.StatusConflict, "Conflict: the session's GET stream is open on another connection")
 			return
@@ -502,9 +592,7 @@ func (h *HTTPHandler) serveGet(w http.ResponseWriter, r *http.Request) {
 	}
 	defer s.releaseListener()
 	l := s.standalone
-	l.mu.Lock()
-	seq := l.sent
-	l.mu.Unlock()
+	seq := l.unsent()
 	sw := newSSEWriter(w, h.opts.WriteTimeout)
 	if s.snapshot().ProtocolVersion >= ProtocolVersion20251125 {
 		sw.event(l.eventID(l.append(nil)), h.opts.SSERetry, nil)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"net/http"
 	"strconv"
 	"strings"
@@ -21,20 +22,42 @@ const maxLogEvents = 256
 // eventLog is one initialize-era SSE stream: the events sent on it, kept for
 // replay. Safe for concurrent use: the goroutine that produces the stream
 // appends, the one whose connection carries it reads.
+//
+// The events kept are a contiguous run: dropping one drops every older one
+// too, so a replay never skips an event silently. Their frames' bytes are
+// charged to the session's replay budget (see replayBudget) while kept.
 type eventLog struct {
-	stream uint64 // the stream's number in its session; read-only
+	stream uint64       // the stream's number in its session; read-only
+	sess   *httpSession // charged for the bytes kept; read-only, nil charges nobody
 
 	mu      sync.Mutex
 	first   uint64        // sequence number of events[0]; guarded by mu
 	events  [][]byte      // frames, without their newline; nil is the priming event; guarded by mu
+	bytes   int           // the frames' total length; guarded by mu
 	sent    uint64        // events up to this sequence number were written to a connection; guarded by mu
 	ended   bool          // no event follows; guarded by mu
 	resumed bool          // a GET with Last-Event-ID carries the stream now, not its first connection; guarded by mu
-	changed chan struct{} // closed and replaced on every append and at the end; guarded by mu
+	changed chan struct{} // closed and replaced on every change; guarded by mu
 }
 
-func newEventLog(stream uint64) *eventLog {
-	return &eventLog{stream: stream, first: 1, changed: make(chan struct{})}
+func newEventLog(stream uint64, sess *httpSession) *eventLog {
+	return &eventLog{stream: stream, sess: sess, first: 1, changed: make(chan struct{})}
+}
+
+// chargeLocked changes the bytes kept by delta, for the log, its session and
+// the handler at once, so that the counts always agree with what is kept.
+func (l *eventLog) chargeLocked(delta int) {
+	l.bytes += delta
+	if l.sess != nil && delta != 0 {
+		l.sess.retained.Add(int64(delta))
+		l.sess.budget.used.Add(int64(delta))
+	}
+}
+
+// changeLocked wakes the readers waiting for a change.
+func (l *eventLog) changeLocked() {
+	close(l.changed)
+	l.changed = make(chan struct{})
 }
 
 // eventID returns the SSE id of the event with sequence number seq.
@@ -54,22 +77,60 @@ func parseEventID(id string) (stream, seq uint64, ok bool) {
 }
 
 // append adds an event (nil frame: the priming event) and returns its
-// sequence number; after end it adds nothing and returns 0.
+// sequence number; after end it adds nothing and returns 0. The session's
+// replay budget is enforced after the event is added: older events may be
+// dropped, never this one.
 func (l *eventLog) append(frame []byte) uint64 {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if l.ended {
+		l.mu.Unlock()
 		return 0
 	}
 	if len(l.events) == maxLogEvents {
-		l.events[0] = nil
-		l.events = l.events[1:]
-		l.first++
+		l.dropFrontLocked()
 	}
 	l.events = append(l.events, frame)
-	close(l.changed)
-	l.changed = make(chan struct{})
-	return l.first + uint64(len(l.events)) - 1
+	l.chargeLocked(len(frame))
+	l.changeLocked()
+	seq := l.first + uint64(len(l.events)) - 1
+	l.mu.Unlock()
+	if l.sess != nil {
+		l.sess.enforceReplayBudget(l, seq)
+	}
+	return seq
+}
+
+// dropFrontLocked drops the oldest event kept.
+func (l *eventLog) dropFrontLocked() {
+	l.chargeLocked(-len(l.events[0]))
+	l.events[0] = nil
+	l.events = l.events[1:]
+	l.first++
+}
+
+// dropOldest drops the oldest event kept, unless it is event keep (0: none);
+// it reports whether it dropped one.
+func (l *eventLog) dropOldest(keep uint64) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.events) == 0 || l.first == keep {
+		return false
+	}
+	l.dropFrontLocked()
+	l.changeLocked()
+	return true
+}
+
+// release ends the stream and drops every event it kept: it can no longer
+// be replayed, and a reader behind its end stops (see after).
+func (l *eventLog) release() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.chargeLocked(-l.bytes)
+	l.first += uint64(len(l.events))
+	l.events = nil
+	l.ended = true
+	l.changeLocked()
 }
 
 // end marks the stream complete: readers stop after its last event.
@@ -78,8 +139,15 @@ func (l *eventLog) end() {
 	defer l.mu.Unlock()
 	if !l.ended {
 		l.ended = true
-		close(l.changed)
+		l.changeLocked()
 	}
+}
+
+// isEnded reports whether the stream is complete.
+func (l *eventLog) isEnded() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.ended
 }
 
 // resume hands the stream to a resuming connection: its first connection,
@@ -111,18 +179,44 @@ func (l *eventLog) delivered() bool {
 	return l.sent == l.first+uint64(len(l.events))-1
 }
 
-// after returns the events after sequence number seq, the sequence number
-// of the last one, whether the stream ended, and the channel closed at the
-// next change.
-func (l *eventLog) after(seq uint64) (events [][]byte, last uint64, ended bool, changed <-chan struct{}) {
+// unsent returns the sequence number after which the events not yet written
+// to a connection begin: a new GET connection of the standalone stream
+// starts there (at the oldest one still kept).
+func (l *eventLog) unsent() uint64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	return max(l.sent, l.first-1)
+}
+
+// replayable reports why a resumption after event seq cannot be served: ""
+// when it can, else what is wrong with seq.
+func (l *eventLog) replayable(seq uint64) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch last := l.first + uint64(len(l.events)) - 1; {
+	case seq > last:
+		return "names an event this stream did not send"
+	case seq+1 < l.first:
+		return "names an event whose successors are no longer kept"
+	}
+	return ""
+}
+
+// after returns the events after sequence number seq, the sequence number
+// of the last one, whether the stream ended, and the channel closed at the
+// next change. gap reports that events right after seq were dropped before
+// they could be returned: the reader cannot go on without skipping them.
+func (l *eventLog) after(seq uint64) (events [][]byte, last uint64, ended, gap bool, changed <-chan struct{}) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if seq+1 < l.first {
+		return nil, seq, l.ended, true, l.changed
+	}
 	last = l.first + uint64(len(l.events)) - 1
 	if seq < last {
-		from := int(max(seq+1, l.first) - l.first)
-		events = l.events[from:len(l.events):len(l.events)]
+		events = l.events[seq+1-l.first : len(l.events) : len(l.events)]
 	}
-	return events, max(last, seq), l.ended, l.changed
+	return events, max(last, seq), l.ended, false, l.changed
 }
 
 // sseWriter writes SSE events on one response. Each write and flush must
@@ -182,7 +276,7 @@ func (s *sseWriter) event(id string, retry time.Duration, frame []byte) bool {
 	}
 	if frame != nil {
 		buf = append(buf, "event: message\ndata: "...)
-		buf = append(buf, strings.TrimSuffix(string(frame), "\n")...)
+		buf = append(buf, bytes.TrimSuffix(frame, []byte("\n"))...)
 		buf = append(buf, '\n')
 	} else {
 		buf = append(buf, "data: \n"...)
@@ -234,7 +328,10 @@ func (s *sseWriter) follow(l *eventLog, seq uint64, keepAlive time.Duration, don
 	cases := make([]<-chan struct{}, 3)
 	copy(cases, done)
 	for {
-		events, last, ended, changed := l.after(seq)
+		events, last, ended, gap, changed := l.after(seq)
+		if gap {
+			return // the client resumes, and learns the events are gone
+		}
 		for i, frame := range events {
 			if frame != nil && !s.event(l.eventID(last-uint64(len(events)-1-i)), 0, frame) {
 				return
