@@ -162,39 +162,17 @@ func (o *HTTPOptions) normalize() error {
 	}
 	o.AllowedHosts = append([]string(nil), o.AllowedHosts...)
 	o.AllowedOrigins = append([]string(nil), o.AllowedOrigins...)
-	if o.Path == "" {
-		o.Path = DefaultHTTPPath
-	}
-	if o.MaxBodyBytes == 0 {
-		o.MaxBodyBytes = DefaultMaxLineBytes
-	}
-	if o.MaxSubscriptions == 0 {
-		o.MaxSubscriptions = DefaultMaxSubscriptions
-	}
-	if o.MaxSessions == 0 {
-		o.MaxSessions = DefaultMaxSessions
-	}
-	if o.SessionIdleTimeout == 0 {
-		o.SessionIdleTimeout = DefaultSessionIdleTimeout
-	}
-	if o.KeepAlive == 0 {
-		o.KeepAlive = DefaultKeepAlive
-	}
-	if o.WriteTimeout == 0 {
-		o.WriteTimeout = DefaultWriteTimeout
-	}
-	if o.SSERetry == 0 {
-		o.SSERetry = DefaultSSERetry
-	}
-	if o.MaxSessionReplayBytes == 0 {
-		o.MaxSessionReplayBytes = DefaultMaxSessionReplayBytes
-	}
-	if o.MaxReplayBytes == 0 {
-		o.MaxReplayBytes = DefaultMaxReplayBytes
-	}
-	if o.ReadBodyTimeout == 0 {
-		o.ReadBodyTimeout = DefaultReadBodyTimeout
-	}
+	defaultTo(&o.Path, DefaultHTTPPath)
+	defaultTo(&o.MaxBodyBytes, DefaultMaxLineBytes)
+	defaultTo(&o.MaxSubscriptions, DefaultMaxSubscriptions)
+	defaultTo(&o.MaxSessions, DefaultMaxSessions)
+	defaultTo(&o.SessionIdleTimeout, DefaultSessionIdleTimeout)
+	defaultTo(&o.KeepAlive, DefaultKeepAlive)
+	defaultTo(&o.WriteTimeout, DefaultWriteTimeout)
+	defaultTo(&o.SSERetry, DefaultSSERetry)
+	defaultTo(&o.MaxSessionReplayBytes, DefaultMaxSessionReplayBytes)
+	defaultTo(&o.MaxReplayBytes, DefaultMaxReplayBytes)
+	defaultTo(&o.ReadBodyTimeout, DefaultReadBodyTimeout)
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}

@@ -191,12 +191,8 @@ func validateRuntimeOptions(opts *RuntimeOptions) error {
 	if opts.DefaultLogLevel != "" && logSeverity(opts.DefaultLogLevel) < 0 {
 		return fmt.Errorf("DefaultLogLevel %q is not an MCP log level", opts.DefaultLogLevel)
 	}
-	if opts.ClientRequestTimeout == 0 {
-		opts.ClientRequestTimeout = defaultClientRequestTimeout
-	}
-	if opts.RequestStateTTL == 0 {
-		opts.RequestStateTTL = defaultRequestStateTTL
-	}
+	defaultTo(&opts.ClientRequestTimeout, defaultClientRequestTimeout)
+	defaultTo(&opts.RequestStateTTL, defaultRequestStateTTL)
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}

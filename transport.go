@@ -131,19 +131,22 @@ func (o *Options) normalize() error {
 		return err
 	}
 	o.NotificationMethods = append([]string(nil), o.NotificationMethods...)
-	if o.WriteTimeout == 0 {
-		o.WriteTimeout = DefaultWriteTimeout
-	}
-	if o.MaxLineBytes == 0 {
-		o.MaxLineBytes = DefaultMaxLineBytes
-	}
-	if o.MaxSubscriptions == 0 {
-		o.MaxSubscriptions = DefaultMaxSubscriptions
-	}
+	defaultTo(&o.WriteTimeout, DefaultWriteTimeout)
+	defaultTo(&o.MaxLineBytes, DefaultMaxLineBytes)
+	defaultTo(&o.MaxSubscriptions, DefaultMaxSubscriptions)
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
 	return nil
+}
+
+// defaultTo sets *v to def when *v is the zero value: an option left unset
+// takes its default.
+func defaultTo[T comparable](v *T, def T) {
+	var zero T
+	if *v == zero {
+		*v = def
+	}
 }
 
 // Serve runs the connection until it ends, and may be called once.
