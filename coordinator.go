@@ -113,8 +113,9 @@ type coordinator struct {
 	// transport's own, which closes only after Serve returned.
 	executorDone <-chan struct{}
 
-	session Session
-	header  map[string]string // synthesized request headers; replaced, never mutated
+	session   Session
+	sessionID string            // Request.SessionID of every message; read-only
+	header    map[string]string // synthesized request headers; replaced, never mutated
 
 	// Everything admitted and not yet answered: tracked requests by
 	// canonical id, other messages (notifications, untracked ids) by
@@ -147,6 +148,7 @@ func newCoordinator(ctx context.Context, t *Transport) *coordinator {
 		writer:      newFrameWriter(t.opts.Output, t.opts.WriteTimeout),
 		lines:       make(chan inbound, linesBuffer),
 		ahead:       &lookahead{room: make(chan struct{}, 1)},
+		sessionID:   newSessionID(),
 		done:        make(chan struct{}),
 		stopWatch:   func() {},
 		byID:        make(map[string]*execution),
@@ -370,7 +372,8 @@ func (c *coordinator) onMessage(env envelope, size int) error {
 // as they are now, and tracks it; over capacity it is answered (a request)
 // or dropped (a notification).
 func (c *coordinator) submit(ex *execution) error {
-	ex.req.Session, ex.req.Header = c.session, c.header
+	ex.req.Session, ex.req.Header, ex.req.SessionID = c.session, c.header, c.sessionID
+	ex.job.ctx.values = c.ctx
 	ref, err := c.sub.submit(&ex.job, c.t.opts.RequestTimeout)
 	switch {
 	case errors.Is(err, ErrOverloaded):

@@ -42,6 +42,14 @@ type Request struct {
 	// Session is a snapshot, taken when the message was admitted, of what the
 	// connection negotiated with initialize.
 	Session Session
+	// SessionID identifies the connection the message arrived on: a stdio
+	// connection, or the HTTP session its Mcp-Session-Id names (for an
+	// initialize over HTTP, the session it creates if it succeeds). It is
+	// random, unique within the process, and the same for every message of
+	// the connection; "" for a 2026-07-28 request over HTTP, which belongs to
+	// no session. State a server keeps for a client (tasks, say) can be
+	// scoped by it.
+	SessionID string
 	// Peer reaches the client while the request runs; nil where there is no
 	// client (a Dispatch called directly, or a notification).
 	Peer Peer

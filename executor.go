@@ -333,7 +333,7 @@ func (s *Submitter) SubmitSized(key string, size int, timeout time.Duration, wor
 }
 
 // submit admits j as SubmitSized does. j is a new, zero job record but for
-// key, work, indexed and size (≥ 0), which the caller sets; it may be part of a larger record
+// key, work, indexed, size (≥ 0) and ctx.values, which the caller sets; it may be part of a larger record
 // of the caller's, so a job costs no allocation of its own. An unindexed job
 // (indexed false) is not registered under its key, which then only tags its
 // Outcome: it is never refused as a duplicate, and it is cancelled with

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"sync"
 	"time"
 )
@@ -12,11 +13,16 @@ import (
 // the job record, so a job allocates no context. Only the executor cancels
 // it (Cancel, the deadline, Close, the work's return); at the deadline the
 // executor's deadline timer decides the outcome and cancels the context
-// under e.mu, so the two always agree. It carries no values. It implements
+// under e.mu, so the two always agree. Its values are those of the context
+// its submitter gave (values), never that context's cancellation. It implements
 // the AfterFunc method the context package looks for in a parent, so
 // contexts derived from it need no goroutine to watch it.
 type jobContext struct {
 	deadline time.Time // zero without a deadline; set before the work starts, read-only after
+	// values is where Value looks keys up: the caller's context (Serve's,
+	// or the HTTP request's), whose cancellation the job does not inherit.
+	// Nil: no values. Set before the job is submitted; read-only after.
+	values context.Context
 
 	mu         sync.Mutex
 	done       chan struct{}        // made by the first Done call; closed by cancel
@@ -50,8 +56,14 @@ func (c *jobContext) Err() error {
 	return c.err
 }
 
-// Value returns nil: a job's context carries no values.
-func (c *jobContext) Value(any) any { return nil }
+// Value returns the value its submitter's context carries for key, nil
+// when there is none.
+func (c *jobContext) Value(key any) any {
+	if c.values == nil {
+		return nil
+	}
+	return c.values.Value(key)
+}
 
 // String names the context in diagnostics, as the context package's own do.
 func (c *jobContext) String() string { return "executor job context" }

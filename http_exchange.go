@@ -80,6 +80,7 @@ func (h *HTTPHandler) runExchange(w http.ResponseWriter, r *http.Request, x *htt
 	defer close(x.done)
 	x.sse = newSSEWriter(w, h.opts.WriteTimeout)
 	x.attached = true
+	x.job.ctx.values = r.Context()
 	if h.closing() {
 		x.respond(errorFrame(x.msg.id, errShuttingDown))
 		return

@@ -514,6 +514,7 @@ func (h *HTTPHandler) serveSessionPost(w http.ResponseWriter, r *http.Request, m
 	}
 	x := h.newExchange(s, msg)
 	x.req.Session = s.snapshot()
+	x.req.SessionID = s.id
 	x.req.Header = requestHeader(r)
 	x.req.Header[headerProtocolVersion] = version
 	if !s.track(x) {
@@ -529,6 +530,7 @@ func (h *HTTPHandler) serveSessionPost(w http.ResponseWriter, r *http.Request, m
 func (h *HTTPHandler) serveInitialize(w http.ResponseWriter, r *http.Request, msg *postedMessage) {
 	s := newHTTPSession(newSessionID(), &h.replay)
 	x := h.newExchange(s, msg)
+	x.req.SessionID = s.id
 	x.req.Header = requestHeader(r)
 	delete(x.req.Header, headerProtocolVersion)
 	x.initializes = true

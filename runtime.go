@@ -295,6 +295,10 @@ type HandlerRequest struct {
 	ClientCapabilities json.RawMessage
 	// Meta is the request's params._meta as sent, nil when absent.
 	Meta json.RawMessage
+	// SessionID identifies the connection or HTTP session the request
+	// arrived on ("" for a 2026-07-28 request over HTTP); see
+	// Request.SessionID.
+	SessionID string
 	// Name is the tool or prompt name (for a completion, the prompt name).
 	Name string
 	// URI is the resource URI being read (for a completion, the template).
@@ -423,7 +427,7 @@ func (c *call) handlerRequest() *HandlerRequest {
 	r.Method, r.ProtocolVersion = c.req.Method, c.version
 	r.ClientInfo, r.ClientCapabilities, r.Meta = c.clientInfo, c.clientCapabilities, c.meta
 	r.peer, r.progressToken, r.logThreshold = c.req.Peer, c.progressToken, c.logThreshold
-	r.rt = c.rt
+	r.rt, r.SessionID = c.rt, c.req.SessionID
 	return r
 }
 
