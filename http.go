@@ -43,15 +43,6 @@ const (
 	DefaultReadBodyTimeout       = 30 * time.Second
 )
 
-// HTTP header names the transport reads and writes.
-const (
-	headerSessionID   = "Mcp-Session-Id"
-	headerMethod      = "Mcp-Method"
-	headerName        = "Mcp-Name"
-	headerParamPrefix = "Mcp-Param-"
-	headerLastEventID = "Last-Event-ID"
-)
-
 // CodeHeaderMismatch is the 2026-07-28 error for HTTP headers that do not
 // mirror the request body.
 const CodeHeaderMismatch = -32020

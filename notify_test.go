@@ -393,7 +393,7 @@ func TestNotifyWaitingWhenOutputFails(t *testing.T) {
 }
 
 // Notifications from many goroutines and responses to many requests: every
-// Write is exactly one whole frame.
+// Write carries whole frames only, and every frame arrives once, undamaged.
 func TestFramesNeverInterleave(t *testing.T) {
 	const senders, perSender, requests = 16, 25, 100
 	h := startHarness(t, notifyOptions())
@@ -444,7 +444,7 @@ func TestFramesNeverInterleave(t *testing.T) {
 	h.noFramesLeft()
 	h.out.mu.Lock()
 	defer h.out.mu.Unlock()
-	if h.out.writes != senders*perSender+requests+1 {
-		t.Fatalf("%d Write calls, want one per frame", h.out.writes)
+	if h.out.writes > senders*perSender+requests+1 {
+		t.Fatalf("%d Write calls, want at most one per frame", h.out.writes)
 	}
 }
