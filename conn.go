@@ -127,6 +127,7 @@ func newConnection(cfg connConfig) *connection {
 	if cfg.calls == nil {
 		cfg.calls = make(chan *peerCall)
 	}
+	cfg.values = valuesOnly(cfg.values)
 	return &connection{connConfig: cfg, done: make(chan struct{})}
 }
 
@@ -148,6 +149,9 @@ type execution struct {
 	gates bool
 	// outgoing are the ids of its server-to-client requests still waiting.
 	outgoing []string
+	// header is the message's own request headers (message.header), nil
+	// when it has none.
+	header map[string]string
 
 	// The executor's record of the job, which holds its execution reference
 	// once admitted. The connection submits it unindexed (see
@@ -211,13 +215,43 @@ func (c *connection) close() {
 	}
 }
 
-// onMessage runs steps 3 to 7 of the per-line pipeline (SPEC §4) for a
-// decoded message of size bytes whose answer goes to r. While an initialize
-// is in flight the message is held instead of submitted.
-func (c *connection) onMessage(env envelope, size int, r route) error {
+// message is a decoded message for a connection, with what its transport
+// knows of it.
+type message struct {
+	env  envelope
+	size int // its length on the wire, what the executor counts
+	// route is where its answer goes.
+	route route
+	// header, when not nil, are the request headers it arrived with
+	// (HTTP), lower-case names; the connection adds the negotiated
+	// version. Nil: the connection's own synthesized header.
+	header map[string]string
+	// values, when not nil, is the context whose values its handler's
+	// context carries (an HTTP request's); nil: the connection's.
+	values context.Context
+}
+
+// valuesOnly returns a context with ctx's values and none of its
+// cancellation, for a job's context to look values up in (nil for nil). The
+// context package finds a cancellable parent through Value, so ctx itself
+// would make contexts derived from the job's follow ctx's cancellation: a
+// request whose HTTP client left would cancel what its handler derived,
+// though the executor did not cancel the job.
+func valuesOnly(ctx context.Context) context.Context {
+	if ctx == nil {
+		return nil
+	}
+	return context.WithoutCancel(ctx)
+}
+
+// onMessage runs steps 3 to 7 of the per-line pipeline (SPEC §4) for m.
+// While an initialize is in flight the message is held instead of
+// submitted.
+func (c *connection) onMessage(m message) error {
+	env, r := m.env, m.route
 	if env.isResponse() {
 		c.onClientResponse(env)
-		return nil
+		return c.out.answer(r, nil)
 	}
 	method, methodOK := decodeMethod(env.method)
 	id, tracked := "", false
@@ -238,11 +272,15 @@ func (c *connection) onMessage(env envelope, size int, r route) error {
 	}
 	ex := c.newExecution()
 	ex.conn, ex.route, ex.id, ex.method, ex.request = c, r, id, method, !isNotification
-	ex.env = env
-	ex.job.key, ex.job.work, ex.job.size = id, ex, size
+	ex.env, ex.header = env, m.header
+	ex.job.key, ex.job.work, ex.job.size = id, ex, m.size
+	ex.job.ctx.values = c.values
+	if m.values != nil {
+		ex.job.ctx.values = valuesOnly(m.values)
+	}
 	if c.initializing > 0 {
 		c.held = append(c.held, ex)
-		c.heldBytes += size
+		c.heldBytes += m.size
 		return nil
 	}
 	return c.submit(ex)
@@ -253,7 +291,12 @@ func (c *connection) onMessage(env envelope, size int, r route) error {
 // or dropped (a notification).
 func (c *connection) submit(ex *execution) error {
 	ex.req.Session, ex.req.Header, ex.req.SessionID = c.session, c.header, c.sessionID
-	ex.job.ctx.values = c.values
+	if ex.header != nil {
+		ex.req.Header = ex.header
+		if v := c.session.ProtocolVersion; v != "" && ex.method != methodInitialize {
+			ex.header[headerProtocolVersion] = v
+		}
+	}
 	ref, err := c.sub.submit(&ex.job, c.requestTimeout)
 	switch {
 	case errors.Is(err, ErrOverloaded):
@@ -488,6 +531,39 @@ func (c *connection) onCancel(params []byte) error {
 		return nil
 	}
 	return c.cancel(ex)
+}
+
+// cancelRoute cancels the request whose answer goes to r, as a
+// notifications/cancelled naming it would (an initialize too: its client is
+// gone): nothing more is sent to r.
+func (c *connection) cancelRoute(r route) {
+	for i, ex := range c.held {
+		if ex.route == r {
+			c.dropHeld(i)
+			return
+		}
+	}
+	for _, ex := range c.byID {
+		if ex.route == r {
+			c.stop(ex)
+			return
+		}
+	}
+	for _, ex := range c.untracked {
+		if ex.route == r {
+			c.stop(ex)
+			return
+		}
+	}
+}
+
+// stop cancels and forgets ex; what it held behind it goes on.
+func (c *connection) stop(ex *execution) {
+	c.sub.cancelJob(&ex.job)
+	c.forget(ex)
+	if ex.gates {
+		c.releaseHeld()
+	}
 }
 
 // cancel stops ex, forgets it and ends its answer without a response.

@@ -221,5 +221,5 @@ func (c *coordinator) onInbound(in inbound) error {
 		c.t.opts.Logger.Debug("mcpstdio: unparsable line", "err", in.parseErr)
 		return c.answer(nil, errorFrame("", errParseFrame))
 	}
-	return c.conn.onMessage(in.env, len(in.line), nil)
+	return c.conn.onMessage(message{env: in.env, size: len(in.line)})
 }

@@ -197,8 +197,9 @@ func TestNotifyDuringEOFDrain(t *testing.T) {
 }
 
 // The caller's context ending while its frame is being written, or while it
-// waits for its turn behind another write, returns the context's error; a
-// call that never got its turn writes nothing.
+// waits behind another write, returns the context's error; the frame the
+// transport took is still written (the outcome is unknown to the caller, as
+// Notify documents), and nothing is lost or damaged.
 func TestNotifyContextEndsWhileWriterBlocked(t *testing.T) {
 	w := newGatedWriter()
 	h := startHarnessWith(t, Options{Output: w, WriteTimeout: time.Hour, NotificationMethods: []string{appNotification}}, nil)
@@ -231,12 +232,14 @@ func TestNotifyContextEndsWhileWriterBlocked(t *testing.T) {
 	if err, _ := h.finish(); err != nil {
 		t.Fatalf("Serve = %v", err)
 	}
-	want := []string{
-		`{"jsonrpc":"2.0","method":"notifications/app/event","params":{"call":"writing"}}` + "\n",
-		`{"jsonrpc":"2.0","method":"notifications/app/event","params":{"call":"after"}}` + "\n",
+	frame := func(call string) string {
+		return `{"jsonrpc":"2.0","method":"notifications/app/event","params":{"call":"` + call + `"}}` + "\n"
 	}
-	if got := w.frames(); strings.Join(got, "") != strings.Join(want, "") {
-		t.Fatalf("written %q, want %q", got, want)
+	got := strings.Join(w.frames(), "")
+	taken := frame("writing") + frame("waiting") + frame("after")
+	notTaken := frame("writing") + frame("after")
+	if got != taken && got != notTaken {
+		t.Fatalf("written %q, want %q, with or without the waiting call's frame between", got, notTaken)
 	}
 }
 

@@ -13,6 +13,7 @@ const (
 	methodToolsCall                 = "tools/call"
 	methodPromptsGet                = "prompts/get"
 	methodResourcesRead             = "resources/read"
+	methodSubscriptionsListen       = "subscriptions/listen"
 )
 
 // metaKeySubscriptionID tags every frame of a 2026 subscriptions/listen
