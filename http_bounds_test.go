@@ -192,12 +192,13 @@ func TestReplayBudgetBoundsTheGetStreamQueue(t *testing.T) {
 	}
 	frame := `{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`
 	var kept int64
-	for kept < int64(300-len(frame)) { // the changes reach the owner in their own time
+	waitUntil(t, "the changes to reach the session", func() bool {
 		sess.onOwner(t, func() {
 			checkReplayCounts(t, s.h, sess)
 			kept = sess.retained
 		})
-	}
+		return kept >= int64(300-len(frame))
+	})
 	if kept > 300 {
 		t.Fatalf("the GET stream's queue keeps %d bytes; want at most 300, and all that fits", kept)
 	}
