@@ -60,28 +60,7 @@ func runGolden(t *testing.T, inPath, outPath string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := NewRuntime(RuntimeOptions{
-		ServerInfo: Implementation{
-			Name: "mcpstdio", Title: "mcpstdio reference server", Version: serverVersion,
-			Description: "Golden transcript server", WebsiteURL: "https://example.com/mcpstdio",
-			Icons: []Icon{{Src: "https://example.com/mcpstdio.png", MIMEType: "image/png"}},
-		},
-		Instructions: "Use echo to test round trips.",
-		PageSize:     4,
-		// As the reference server (main.go's run) configures it.
-		Logging:              true,
-		ToolsListChanged:     true,
-		PromptsListChanged:   true,
-		ResourcesListChanged: true,
-		ResourcesSubscribe:   true,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt.cursors = cursorCodec{key: []byte(goldenCursorKey)}
-	if err := registerReferenceCatalog(rt); err != nil {
-		t.Fatal(err)
-	}
+	rt := newGoldenRuntime(t)
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	done := make(chan error, 1)
@@ -131,19 +110,39 @@ func runGolden(t *testing.T, inPath, outPath string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gotLines, wantLines := strings.Split(got.String(), "\n"), strings.Split(string(want), "\n")
-	for i := range max(len(gotLines), len(wantLines)) {
-		var g, w string
-		if i < len(gotLines) {
-			g = gotLines[i]
-		}
-		if i < len(wantLines) {
-			w = wantLines[i]
-		}
-		if g != w {
-			t.Fatalf("%s line %d:\n got %s\nwant %s", outPath, i+1, g, w)
-		}
+	compareGoldenLines(t, got.Bytes(), want)
+}
+
+// newGoldenRuntime is the server of the golden transcripts: the reference
+// server (runtime options as main.go sets them, and the reference catalog),
+// except that its server info fills every optional field (so the
+// per-version filtering of Implementation shows), it has instructions, page
+// size 4 and a fixed cursor key.
+func newGoldenRuntime(t *testing.T) *Runtime {
+	t.Helper()
+	rt, err := NewRuntime(RuntimeOptions{
+		ServerInfo: Implementation{
+			Name: "mcpstdio", Title: "mcpstdio reference server", Version: serverVersion,
+			Description: "Golden transcript server", WebsiteURL: "https://example.com/mcpstdio",
+			Icons: []Icon{{Src: "https://example.com/mcpstdio.png", MIMEType: "image/png"}},
+		},
+		Instructions: "Use echo to test round trips.",
+		PageSize:     4,
+		// As the reference server (main.go's run) configures it.
+		Logging:              true,
+		ToolsListChanged:     true,
+		PromptsListChanged:   true,
+		ResourcesListChanged: true,
+		ResourcesSubscribe:   true,
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
+	rt.cursors = cursorCodec{key: []byte(goldenCursorKey)}
+	if err := registerReferenceCatalog(rt); err != nil {
+		t.Fatal(err)
+	}
+	return rt
 }
 
 // frameNextCursor returns result.nextCursor of a response frame, "" when it

@@ -34,6 +34,7 @@ import (
 const (
 	DefaultHTTPPath           = "/mcp"
 	DefaultMaxSessions        = 1024
+	DefaultMaxListenStreams   = 1024
 	DefaultSessionIdleTimeout = 30 * time.Minute
 	DefaultKeepAlive          = 20 * time.Second
 	DefaultSSERetry           = 2 * time.Second
@@ -41,15 +42,6 @@ const (
 	DefaultMaxSessionReplayBytes = 4 << 20
 	DefaultMaxReplayBytes        = 64 << 20
 	DefaultReadBodyTimeout       = 30 * time.Second
-)
-
-// HTTP header names the transport reads and writes.
-const (
-	headerSessionID   = "Mcp-Session-Id"
-	headerMethod      = "Mcp-Method"
-	headerName        = "Mcp-Name"
-	headerParamPrefix = "Mcp-Param-"
-	headerLastEventID = "Last-Event-ID"
 )
 
 // CodeHeaderMismatch is the 2026-07-28 error for HTTP headers that do not
@@ -66,9 +58,15 @@ type HTTPOptions struct {
 	// RequestTimeout is each request's deadline, counted from when it starts
 	// running; 0 means the executor's default (30s), negative means none.
 	RequestTimeout time.Duration
-	// MaxSubscriptions limits open 2026 subscriptions/listen streams of the
-	// handler, and the resources/subscribe URIs of each session (default 32).
+	// MaxSubscriptions limits what one client keeps subscribed (default
+	// 32), as Options.MaxSubscriptions does on stdio: in a session, its
+	// resources/subscribe URIs; without one (2026-07-28), the open
+	// subscriptions/listen streams of one client, a client being the host of
+	// the remote address. MaxListenStreams limits those of all clients
+	// together (default 1024). A listen stream beyond either is answered
+	// -32603 "Server subscription capacity exhausted".
 	MaxSubscriptions int
+	MaxListenStreams int
 	// MaxSessions limits live initialize-era sessions (default 1024); an
 	// initialize beyond it is refused 503 once idle sessions are expired.
 	MaxSessions int
@@ -134,6 +132,8 @@ func (o *HTTPOptions) normalize() error {
 		return fmt.Errorf("mcpstdio: HTTPOptions.MaxBodyBytes must be positive, got %d", o.MaxBodyBytes)
 	case o.MaxSubscriptions < 0:
 		return fmt.Errorf("mcpstdio: HTTPOptions.MaxSubscriptions must be positive, got %d", o.MaxSubscriptions)
+	case o.MaxListenStreams < 0:
+		return fmt.Errorf("mcpstdio: HTTPOptions.MaxListenStreams must be positive, got %d", o.MaxListenStreams)
 	case o.MaxSessions < 0:
 		return fmt.Errorf("mcpstdio: HTTPOptions.MaxSessions must be positive, got %d", o.MaxSessions)
 	case o.SessionIdleTimeout < 0:
@@ -166,6 +166,7 @@ func (o *HTTPOptions) normalize() error {
 	defaultTo(&o.MaxBodyBytes, DefaultMaxLineBytes)
 	defaultTo(&o.MaxSubscriptions, DefaultMaxSubscriptions)
 	defaultTo(&o.MaxSessions, DefaultMaxSessions)
+	defaultTo(&o.MaxListenStreams, DefaultMaxListenStreams)
 	defaultTo(&o.SessionIdleTimeout, DefaultSessionIdleTimeout)
 	defaultTo(&o.KeepAlive, DefaultKeepAlive)
 	defaultTo(&o.WriteTimeout, DefaultWriteTimeout)
@@ -183,6 +184,11 @@ func (o *HTTPOptions) normalize() error {
 // NewHTTPHandler and mount it (it answers its Path only); it is safe for
 // concurrent use, as http.Handler requires. Call CloseStreams and then Close
 // when the server shuts down.
+//
+// Each initialize-era session is a connection owned by a goroutine of its
+// own (http_session.go); each 2026-07-28 POST is a connection owned by the
+// POST's goroutine (http_stateless.go). What the handler itself shares
+// between them is below, each part with its own lock and the reason for it.
 type HTTPHandler struct {
 	opts       HTTPOptions // validated; read-only after NewHTTPHandler
 	dispatcher Dispatcher
@@ -191,7 +197,8 @@ type HTTPHandler struct {
 
 	sessions  sessionTable
 	replay    replayBudget // of the sessions' SSE events
-	listeners listenerSet  // open 2026 subscriptions/listen streams
+	listens   clientQuota  // open 2026 subscriptions/listen streams, per client
+	changes   changeHub    // the boxes of sessions and listen streams
 	stopWatch func()
 
 	quit      chan struct{} // closed by CloseStreams: long-lived streams end
@@ -215,10 +222,10 @@ func NewHTTPHandler(d Dispatcher, opts HTTPOptions) (*HTTPHandler, error) {
 		stopWatch:  func() {},
 		quit:       make(chan struct{}),
 	}
-	h.sessions.init(opts.MaxSessions, opts.SessionIdleTimeout)
-	h.replay.perSession, h.replay.total = int64(opts.MaxSessionReplayBytes), int64(opts.MaxReplayBytes)
-	h.replay.sessions = &h.sessions
-	h.listeners.init()
+	h.sessions = sessionTable{max: opts.MaxSessions, byID: make(map[string]*httpSession)}
+	h.replay = replayBudget{total: int64(opts.MaxReplayBytes), kept: make(map[*httpSession]int64)}
+	h.listens = clientQuota{perClient: opts.MaxSubscriptions, total: opts.MaxListenStreams, held: make(map[string]int)}
+	h.changes.boxes = make(map[*changeBox]struct{})
 	if h.executor == nil {
 		e, err := NewExecutor(ExecutorOptions{MaxConcurrency: opts.MaxConcurrency, MaxQueue: opts.MaxQueue, MaxInflightBytes: opts.MaxInflightBytes})
 		if err != nil {
@@ -227,7 +234,7 @@ func NewHTTPHandler(d Dispatcher, opts HTTPOptions) (*HTTPHandler, error) {
 		h.executor, h.ownsExec = e, true
 	}
 	if src, ok := d.(ChangeSource); ok {
-		h.stopWatch = src.WatchChanges(h.onChange)
+		h.stopWatch = src.WatchChanges(h.changes.put)
 	}
 	return h, nil
 }
@@ -247,7 +254,9 @@ func (h *HTTPHandler) Close() {
 	h.CloseStreams()
 	h.closeOnce.Do(func() {
 		h.stopWatch()
-		h.sessions.closeAll()
+		for _, s := range h.sessions.all() {
+			s.stop()
+		}
 		if h.ownsExec {
 			h.executor.Close()
 		}
@@ -284,11 +293,17 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // httpError answers status with a JSON-RPC error without id, as the spec
 // allows for HTTP-level refusals.
 func httpError(w http.ResponseWriter, status int, message string) {
+	writeJSONFrame(w, status, httpErrorFrame(status, message))
+}
+
+// httpErrorFrame is the body of an HTTP-level refusal: a JSON-RPC error
+// without id, -32603 for a server error, else -32600.
+func httpErrorFrame(status int, message string) []byte {
 	code := CodeInvalidRequest
 	if status >= 500 {
 		code = CodeInternalError
 	}
-	writeJSONFrame(w, status, errorFrame("", &RPCError{Code: code, Message: message}))
+	return errorFrame("", &RPCError{Code: code, Message: message})
 }
 
 // writeJSONFrame answers status with one frame as application/json.
@@ -481,6 +496,11 @@ func (m *postedMessage) isResponse() bool {
 // isNotification reports whether the message is a notification.
 func (m *postedMessage) isNotification() bool { return m.env.id == nil && m.methodOK }
 
+// isRequest reports whether the message is a request, answered with a
+// response (an invalid one too), rather than a notification or a response,
+// answered 202.
+func (m *postedMessage) isRequest() bool { return !m.isResponse() && !m.isNotification() }
+
 // stateless reports whether the message is served as 2026-07-28: its _meta
 // names a protocol version, or it belongs to no session (no Mcp-Session-Id)
 // and is neither initialize nor a response and does not name an
@@ -506,25 +526,6 @@ func requestHeader(r *http.Request) map[string]string {
 		}
 	}
 	return header
-}
-
-// serveStateless serves a 2026-07-28 message: its headers must mirror its
-// body, and errors map onto HTTP statuses.
-func (h *HTTPHandler) serveStateless(w http.ResponseWriter, r *http.Request, msg *postedMessage) {
-	if msg.isResponse() {
-		writeJSONFrame(w, http.StatusBadRequest, errorFrame("", invalidRequest("a 2026-07-28 client sends no responses")))
-		return
-	}
-	header := requestHeader(r)
-	if msg.hasMeta && !msg.isNotification() {
-		if rerr := h.checkMirroredHeaders(header, msg); rerr != nil {
-			writeJSONFrame(w, http.StatusBadRequest, errorFrame(msg.id, rerr))
-			return
-		}
-	}
-	x := h.newExchange(nil, msg)
-	x.req.Header = header
-	h.runExchange(w, r, x)
 }
 
 // statelessStatus is the HTTP status of a 2026-07-28 response whose error

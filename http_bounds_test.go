@@ -15,33 +15,43 @@ import (
 )
 
 // keptFrames is the total length of the frames s's streams keep, counted by
-// walking them: what the replay counters must agree with.
+// walking them: what the replay counters must agree with. Call it as s's
+// owner.
 func (s *httpSession) keptFrames() int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	var n int64
 	for _, l := range s.streams {
-		l.mu.Lock()
 		for _, f := range l.events {
 			n += int64(len(f))
 		}
-		l.mu.Unlock()
 	}
 	return n
 }
 
-// checkReplayCounts fails unless the counters agree with what is kept.
+// onOwner runs f on s's owner goroutine and returns when it has.
+func (s *httpSession) onOwner(t *testing.T, f func()) {
+	t.Helper()
+	ran := make(chan struct{})
+	if !s.control(func() { f(); close(ran) }) {
+		t.Fatal("the session has ended")
+	}
+	waitFor(t, ran, "the session's owner")
+}
+
+// checkReplayCounts fails unless the counters agree with what is kept. Call
+// it as the sessions' owner.
 func checkReplayCounts(t *testing.T, h *HTTPHandler, sessions ...*httpSession) {
 	t.Helper()
 	var total int64
 	for _, s := range sessions {
-		if got, kept := s.retained.Load(), s.keptFrames(); got != kept {
+		if got, kept := s.retained, s.keptFrames(); got != kept {
 			t.Fatalf("session %s counts %d bytes, keeps %d", s.id, got, kept)
 		}
-		total += s.retained.Load()
+		total += s.retained
 	}
-	if got := h.replay.used.Load(); got != total {
-		t.Fatalf("handler counts %d bytes, its sessions keep %d", got, total)
+	h.replay.mu.Lock()
+	defer h.replay.mu.Unlock()
+	if h.replay.used != total {
+		t.Fatalf("handler counts %d bytes, its sessions keep %d", h.replay.used, total)
 	}
 }
 
@@ -55,12 +65,25 @@ func newBudgetTestHandler(t *testing.T, perSession, total int) *HTTPHandler {
 	return h
 }
 
+// newTestSession returns a session of h whose owner is the test: its loop
+// does not run, and the test calls the owner's methods itself.
 func (h *HTTPHandler) newTestSession(t *testing.T, id string) *httpSession {
 	t.Helper()
-	s := newHTTPSession(id, &h.replay)
+	s := &httpSession{id: id, h: h, shed: make(chan struct{}, 1), done: make(chan struct{}), streams: make(map[uint64]*eventStream)}
+	s.conn = newConnection(connConfig{dispatcher: h.dispatcher, out: s, sub: h.executor.NewSubmitter(), log: quietLogger()})
+	s.idle = time.NewTimer(time.Hour)
+	s.standalone = s.newStream()
+	s.standalone.standalone = true
 	if !h.sessions.add(s) {
 		t.Fatal("the session table is full")
 	}
+	t.Cleanup(func() { // before the handler's Close, which would wait for a loop that never ran
+		select {
+		case <-s.done:
+		default:
+			s.end()
+		}
+	})
 	return s
 }
 
@@ -70,30 +93,35 @@ func TestReplayBudgetPerSessionDropsEndedStreamsThenOldestEvents(t *testing.T) {
 	h := newBudgetTestHandler(t, 1000, 1<<20)
 	s := h.newTestSession(t, "s")
 	ended := s.newStream()
-	ended.append(frameOf(300))
-	ended.append(frameOf(300))
-	ended.end()
+	s.appendEvent(ended, frameOf(300))
+	s.appendEvent(ended, frameOf(300))
+	ended.ended = true
 	live := s.newStream()
-	live.append(frameOf(300))
+	s.appendEvent(live, frameOf(300))
 	checkReplayCounts(t, h, s)
-	if got := s.retained.Load(); got != 900 {
-		t.Fatalf("kept %d bytes, want 900", got)
+	if s.retained != 900 {
+		t.Fatalf("kept %d bytes, want 900", s.retained)
 	}
 
 	// Over the budget: the ended stream goes first, whole.
-	live.append(frameOf(300))
+	s.appendEvent(live, frameOf(300))
 	checkReplayCounts(t, h, s)
-	if s.stream(ended.stream) != nil || s.retained.Load() != 600 {
-		t.Fatalf("after going over: ended stream kept %v, %d bytes; want it dropped and 600", s.stream(ended.stream) != nil, s.retained.Load())
+	if s.streams[ended.number] != nil || s.retained != 600 {
+		t.Fatalf("after going over: ended stream kept %v, %d bytes; want it dropped and 600", s.streams[ended.number] != nil, s.retained)
 	}
+
+	// A connection carrying the live stream, handed nothing yet.
+	w := newStreamWriter()
+	live.writer, w.stream = w, live
+	s.writers++
 
 	// Then the oldest events of the live streams; a resumption after a
 	// dropped event is refused, one after a kept event is served.
-	live.append(frameOf(300))
-	live.append(frameOf(300))
+	s.appendEvent(live, frameOf(300))
+	s.appendEvent(live, frameOf(300))
 	checkReplayCounts(t, h, s)
-	if got := s.retained.Load(); got > 1000 {
-		t.Fatalf("kept %d bytes, over the 1000-byte budget", got)
+	if s.retained > 1000 {
+		t.Fatalf("kept %d bytes, over the 1000-byte budget", s.retained)
 	}
 	if why := live.replayable(0); !strings.Contains(why, "no longer kept") {
 		t.Fatalf("replayable(0) = %q, want the events no longer kept", why)
@@ -105,22 +133,26 @@ func TestReplayBudgetPerSessionDropsEndedStreamsThenOldestEvents(t *testing.T) {
 		t.Fatalf("replayable(99) = %q, want an event not sent", why)
 	}
 
-	// An event larger than the budget is kept alone: the one being sent.
-	seq := live.append(frameOf(5000))
-	checkReplayCounts(t, h, s)
-	if got := s.retained.Load(); got != 5000 || live.first != seq {
-		t.Fatalf("kept %d bytes from event %d, want only event %d (5000 bytes)", got, live.first, seq)
+	// The connection that was still to get a dropped event is released: its
+	// response ends, for the client to resume and learn so.
+	if live.writer != nil {
+		t.Fatal("the connection still carries a stream whose next event it will never get")
+	}
+	if b := <-w.batches; !b.final || len(b.events) != 0 {
+		t.Fatalf("the connection was handed %+v, want a final, empty batch", b)
 	}
 
-	// A reader behind dropped events learns of the gap.
-	if _, _, _, gap, _ := live.after(0); !gap {
-		t.Fatal("after(0) reports no gap")
+	// An event larger than the budget is kept alone: the one being sent.
+	seq := s.appendEvent(live, frameOf(5000))
+	checkReplayCounts(t, h, s)
+	if s.retained != 5000 || live.first != seq {
+		t.Fatalf("kept %d bytes from event %d, want only event %d (5000 bytes)", s.retained, live.first, seq)
 	}
 
 	// Ending the session frees everything.
-	h.sessions.remove(s.id)
-	if got := h.replay.used.Load(); got != 0 {
-		t.Fatalf("after the session ended the handler counts %d bytes", got)
+	s.end()
+	if h.replay.used != 0 {
+		t.Fatalf("after the session ended the handler counts %d bytes", h.replay.used)
 	}
 }
 
@@ -129,17 +161,23 @@ func TestReplayBudgetHandlerWideTakesFromTheSessionKeepingMost(t *testing.T) {
 	big, small := h.newTestSession(t, "big"), h.newTestSession(t, "small")
 	b := big.newStream()
 	for range 4 {
-		b.append(frameOf(350)) // 1400
+		big.appendEvent(b, frameOf(350)) // 1400
 	}
 	smallStream := small.newStream()
-	smallStream.append(frameOf(200))
-	smallStream.append(frameOf(500)) // 2100 in all: over the total
-	checkReplayCounts(t, h, big, small)
-	if got := h.replay.used.Load(); got > 2000 {
-		t.Fatalf("the sessions keep %d bytes, over the 2000-byte total", got)
+	small.appendEvent(smallStream, frameOf(200))
+	small.appendEvent(smallStream, frameOf(500)) // 2100 in all: over the total
+	select {
+	case <-big.shed:
+		big.shedReplay() // as big's owner, asked for bytes back
+	default:
+		t.Fatal("the session keeping the most was not asked for bytes back")
 	}
-	if big.retained.Load() != 1050 || small.retained.Load() != 700 {
-		t.Fatalf("big keeps %d, small %d; want 1050 and 700 (the excess taken from big)", big.retained.Load(), small.retained.Load())
+	checkReplayCounts(t, h, big, small)
+	if h.replay.used > 2000 {
+		t.Fatalf("the sessions keep %d bytes, over the 2000-byte total", h.replay.used)
+	}
+	if big.retained != 1050 || small.retained != 700 {
+		t.Fatalf("big keeps %d, small %d; want 1050 and 700 (the excess taken from big)", big.retained, small.retained)
 	}
 }
 
@@ -148,20 +186,26 @@ func TestReplayBudgetHandlerWideTakesFromTheSessionKeepingMost(t *testing.T) {
 func TestReplayBudgetBoundsTheGetStreamQueue(t *testing.T) {
 	s := newHTTPTestServer(t, nil, HTTPOptions{MaxSessionReplayBytes: 300})
 	h := s.legacySession(ProtocolVersion20250618, `{}`)
-	sess := s.h.sessions.begin(h[headerSessionID])
-	sess.end()
+	sess := s.h.sessions.get(h[headerSessionID])
 	for range 50 {
 		s.rt.AnnounceListChanged(ToolsChanged)
 	}
-	checkReplayCounts(t, s.h, sess)
 	frame := `{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`
-	if got := sess.retained.Load(); got > 300 || got < int64(300-len(frame)) {
-		t.Fatalf("the GET stream's queue keeps %d bytes; want at most 300, and all that fits", got)
+	var kept int64
+	waitUntil(t, "the changes to reach the session", func() bool {
+		sess.onOwner(t, func() {
+			checkReplayCounts(t, s.h, sess)
+			kept = sess.retained
+		})
+		return kept >= int64(300-len(frame))
+	})
+	if kept > 300 {
+		t.Fatalf("the GET stream's queue keeps %d bytes; want at most 300, and all that fits", kept)
 	}
 	resp := s.do(context.Background(), http.MethodGet, map[string]string{headerSessionID: h[headerSessionID], "Accept": "text/event-stream"}, "")
 	defer resp.Body.Close()
 	events := newSSEReader(t, resp)
-	for range sess.retained.Load() / int64(len(frame)) {
+	for range kept / int64(len(frame)) {
 		if got := events.nextMessage(); got != frame {
 			t.Fatalf("queued event %s", got)
 		}
@@ -210,12 +254,13 @@ func TestHTTPReplayBudgetRefusesResumingDroppedEvents(t *testing.T) {
 	resp.Body.Close()
 	close(left)
 	<-sentAll
-	sess := s.h.sessions.begin(h[headerSessionID])
-	defer sess.end()
-	checkReplayCounts(t, s.h, sess)
-	if got := sess.retained.Load(); got > 4000 {
-		t.Fatalf("the session keeps %d bytes, over its 4000-byte budget", got)
-	}
+	sess := s.h.sessions.get(h[headerSessionID])
+	sess.onOwner(t, func() {
+		checkReplayCounts(t, s.h, sess)
+		if sess.retained > 4000 {
+			t.Errorf("the session keeps %d bytes, over its 4000-byte budget", sess.retained)
+		}
+	})
 	resumed := s.do(context.Background(), http.MethodGet, map[string]string{
 		headerSessionID: h[headerSessionID], "Accept": "text/event-stream", headerLastEventID: first.id,
 	}, "")

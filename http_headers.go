@@ -17,10 +17,22 @@ func headerMismatch(format string, a ...any) *RPCError {
 	return &RPCError{Code: CodeHeaderMismatch, Message: "Header mismatch: " + fmt.Sprintf(format, a...)}
 }
 
+// A ToolSchemaSource is a Dispatcher that tells the HTTP transport the input
+// schemas of its tools, whose x-mcp-header annotations name the arguments a
+// 2026-07-28 client mirrors in Mcp-Param-{Name} headers, so that the
+// transport checks them before it admits a tools/call. Runtime implements it;
+// behind a Dispatcher that does not, Mcp-Param headers are not checked.
+type ToolSchemaSource interface {
+	// ToolInputSchema returns the input schema of the tool name, nil when
+	// there is no such tool. It is called concurrently.
+	ToolInputSchema(name string) json.RawMessage
+}
+
 // checkMirroredHeaders validates the mirrored headers of a 2026 request
-// (header as requestHeader returns it) against its body.
-func (h *HTTPHandler) checkMirroredHeaders(header map[string]string, msg *postedMessage) *RPCError {
-	if rerr := checkMirrored(header, "MCP-Protocol-Version", msg.metaVersion, false); rerr != nil {
+// (header as requestHeader returns it) against its body; the Mcp-Param
+// headers of a tools/call when d is a ToolSchemaSource.
+func checkMirroredHeaders(d Dispatcher, header map[string]string, msg *postedMessage) *RPCError {
+	if rerr := checkMirrored(header, headerProtocolVersion, msg.metaVersion, false); rerr != nil {
 		return rerr
 	}
 	if rerr := checkMirrored(header, headerMethod, msg.method, false); rerr != nil {
@@ -28,9 +40,9 @@ func (h *HTTPHandler) checkMirroredHeaders(header map[string]string, msg *posted
 	}
 	member := ""
 	switch msg.method {
-	case "tools/call", "prompts/get":
+	case methodToolsCall, methodPromptsGet:
 		member = "name"
-	case "resources/read":
+	case methodResourcesRead:
 		member = "uri"
 	}
 	if member == "" {
@@ -44,9 +56,9 @@ func (h *HTTPHandler) checkMirroredHeaders(header map[string]string, msg *posted
 	if rerr := checkMirrored(header, headerName, value, true); rerr != nil {
 		return rerr
 	}
-	if msg.method == "tools/call" {
+	if src, ok := d.(ToolSchemaSource); ok && msg.method == methodToolsCall {
 		arguments, _ := lookupMember(msg.env.params, "arguments")
-		return checkParamHeaders(header, h.toolInputSchema(value), arguments)
+		return checkParamHeaders(header, src.ToolInputSchema(value), arguments)
 	}
 	return nil
 }
@@ -95,21 +107,6 @@ func decodeHeaderValue(v string) (string, error) {
 	}
 	b, err := base64.StdEncoding.Strict().DecodeString(v[len(prefix) : len(v)-len(suffix)])
 	return string(b), err
-}
-
-// toolInputSchema returns the input schema of the runtime's tool name; nil
-// when the dispatcher is not a *Runtime or has no such tool.
-func (h *HTTPHandler) toolInputSchema(name string) json.RawMessage {
-	rt, ok := h.dispatcher.(*Runtime)
-	if !ok {
-		return nil
-	}
-	rt.mu.RLock()
-	defer rt.mu.RUnlock()
-	if e, ok := rt.cat.tools.byKey[name]; ok {
-		return e.tool.InputSchema
-	}
-	return nil
 }
 
 // headerSchema is the part of a JSON Schema x-mcp-header annotations live

@@ -1,401 +1,712 @@
 package main
 
 import (
+	"context"
 	"crypto/rand"
+	"errors"
 	"maps"
 	"net/http"
 	"slices"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
 // Initialize-era sessions of the HTTP transport (2025-06-18, 2025-11-25).
+//
+// A session is a connection (conn.go) whose owner is the session's own
+// goroutine (loop), exactly as the coordinator owns a stdio connection: the
+// goroutines of HTTP requests never touch its state. A POST hands its
+// message to the owner and then writes the answer the owner hands back; a GET
+// asks the owner for a stream to carry and writes what it hands; a DELETE
+// asks it to end. The owner never waits on a client: what a connection is
+// slow to take stays in the stream's events, which are bounded (see
+// replayBudget).
 
 // maxSessionStreams bounds the ended streams a session keeps for replay.
 const maxSessionStreams = 64
 
-// replayBudget bounds the bytes of the SSE events the sessions of one
-// handler keep for Last-Event-ID replay: each session's (perSession) and all
-// together (total). An event is charged from when it is appended until it is
-// dropped; the budget is enforced right after each append, dropping the
-// oldest events first (see httpSession.dropOldestEvent), never the event just
-// appended, so a session exceeds perSession by at most that one event.
-type replayBudget struct {
-	perSession, total int64         // read-only
-	sessions          *sessionTable // where the total's victims are found; read-only
-	used              atomic.Int64  // the bytes kept by all sessions
-}
-
-// httpSession is one initialize-era session: what initialize negotiated and
-// the state the stdio coordinator keeps per connection. Safe for concurrent
-// use: every field after id is guarded by mu.
+// httpSession is one initialize-era session. The fields up to done are set
+// before the loop starts and read-only after; the rest are owned by the loop.
 type httpSession struct {
-	id     string        // read-only
-	ended  chan struct{} // closed when the session ends (DELETE, expiry, Close)
-	budget *replayBudget // read-only
-	// retained is the bytes of the events the session's streams keep,
-	// changed by eventLog under its lock.
-	retained atomic.Int64
+	id    string
+	h     *HTTPHandler
+	posts chan *httpExchange // messages POSTed to the session
+	ctl   chan any           // GETs, DELETEs and the reports of its writers (see onControl)
+	shed  chan struct{}      // capacity 1: the handler's replay budget asks for bytes back
+	done  chan struct{}      // closed when the loop exits: the session has ended
 
-	mu          sync.Mutex
-	session     Session
-	resourceSub map[string]bool          // URIs of resources/subscribe
-	inflight    map[string]*httpExchange // running requests by canonical id
-	outgoing    map[string]*httpOutgoing // server-to-client requests by canonical id
-	outgoingSeq uint64
-	streams     map[uint64]*eventLog // the session's SSE streams by number
-	order       []uint64             // stream numbers, oldest first
-	nextStream  uint64
-	standalone  *eventLog // the GET stream of server-initiated messages
-	listening   bool      // a GET connection carries standalone
-	active      int       // requests and GET connections being served
-	lastUsed    time.Time
-	done        bool
+	conn    *connection
+	changes *changeBox
+	// creating is the initialize that creates the session, until it is
+	// answered: a failure ends the session.
+	creating *httpExchange
+
+	streams    map[uint64]*eventStream // by number
+	order      []uint64                // stream numbers, oldest first
+	nextStream uint64
+	standalone *eventStream // the GET stream of server-initiated messages
+	retained   int64        // bytes of the events kept
+
+	writers      int       // connections carrying the session's answers now
+	lastUsed     time.Time // when a request or a writer last came or went
+	idle         *time.Timer
+	executorDone <-chan struct{}
+	ended        bool
 }
 
-// httpOutgoing is a server-to-client request waiting for the client's
-// response, which arrives in a POST of its own.
-type httpOutgoing struct {
-	x     *httpExchange
-	reply chan peerReply
-}
-
-func newHTTPSession(id string, budget *replayBudget) *httpSession {
-	s := &httpSession{
-		id:          id,
-		ended:       make(chan struct{}),
-		budget:      budget,
-		resourceSub: make(map[string]bool),
-		inflight:    make(map[string]*httpExchange),
-		outgoing:    make(map[string]*httpOutgoing),
-		streams:     make(map[uint64]*eventLog),
-		lastUsed:    time.Now(),
-	}
-	s.standalone = s.newStreamLocked()
-	return s
+// httpExchange is one POST being answered: the route of its message in the
+// session's connection. Its goroutine is a streamWriter; the fields below
+// are the owner's.
+type httpExchange struct {
+	*streamWriter
+	msg    *postedMessage
+	header map[string]string
+	values context.Context
+	// version is the MCP-Protocol-Version the request carried, "" for none.
+	version string
+	// answerStream is the session stream its answer became; nil while it
+	// is not one (and for a JSON answer). It outlives the POST's
+	// connection: the client may resume it with another.
+	answerStream *eventStream
+	// answered is set once the owner handed the last of its answer.
+	answered bool
 }
 
 // newSessionID returns a cryptographically random session id of visible
 // ASCII characters.
 func newSessionID() string { return rand.Text() }
 
-// newStreamLocked adds a new stream to the session, dropping the oldest
-// ended one beyond maxSessionStreams.
-func (s *httpSession) newStreamLocked() *eventLog {
+// startSession starts a session whose first message is the initialize x; the
+// caller then hands it x. It returns nil when MaxSessions are live.
+func (h *HTTPHandler) startSession(x *httpExchange) *httpSession {
+	s := &httpSession{
+		id:      newSessionID(),
+		h:       h,
+		posts:   make(chan *httpExchange),
+		ctl:     make(chan any),
+		shed:    make(chan struct{}, 1),
+		done:    make(chan struct{}),
+		streams: make(map[uint64]*eventStream),
+		changes: newChangeBox(),
+	}
+	if !h.sessions.add(s) {
+		return nil
+	}
+	s.conn = newConnection(connConfig{
+		dispatcher:       h.dispatcher,
+		out:              s,
+		sub:              h.executor.NewSubmitter(),
+		log:              h.opts.Logger,
+		requestTimeout:   h.opts.RequestTimeout,
+		maxSubscriptions: h.opts.MaxSubscriptions,
+		sessionID:        s.id,
+	})
+	s.creating = x
+	s.standalone = s.newStream()
+	s.standalone.standalone = true
+	if !h.ownsExec {
+		s.executorDone = h.executor.Done()
+	}
+	s.idle = time.NewTimer(h.opts.SessionIdleTimeout)
+	s.touch()
+	h.changes.add(s.changes)
+	go s.loop()
+	return s
+}
+
+// loop is the session's owner: it serves every event of the session until
+// the session ends (DELETE, idle expiry, a failed initialize, or the
+// handler's Close).
+func (s *httpSession) loop() {
+	defer s.end()
+	for !s.ended {
+		var err error
+		select {
+		case x := <-s.postsReady():
+			err = s.onPost(x)
+		case ev := <-s.ctl:
+			s.onControl(ev)
+		case o := <-s.conn.sub.Outcomes():
+			err = s.conn.onOutcome(o)
+		case call := <-s.conn.calls:
+			err = s.conn.onPeerCall(call)
+		case <-s.changes.signal:
+			err = s.conn.onChanges(s.changes.take())
+		case <-s.shed:
+			s.shedReplay()
+		case <-s.idle.C:
+			s.onIdleTimer()
+		case <-s.executorDone:
+			s.executorDone = nil
+			err = ErrExecutorClosed
+		}
+		if errors.Is(err, ErrExecutorClosed) {
+			s.conn.onExecutorClosed()
+		}
+	}
+}
+
+// postsReady is the channel of POSTed messages, nil while the connection
+// holds its bound of messages behind an initialize.
+func (s *httpSession) postsReady() <-chan *httpExchange {
+	if s.conn.holdFull() {
+		return nil
+	}
+	return s.posts
+}
+
+// end ends the session: its work is cancelled, it leaves the table, and
+// every goroutine waiting on it is released by done.
+func (s *httpSession) end() {
+	s.h.sessions.remove(s)
+	s.h.changes.remove(s.changes)
+	s.conn.close()
+	s.idle.Stop()
+	for _, l := range s.streams {
+		s.dropStream(l)
+	}
+	close(s.done)
+}
+
+// post hands x to the session's owner; false when the session has ended.
+func (s *httpSession) post(x *httpExchange) bool {
+	select {
+	case s.posts <- x:
+		return true
+	case <-s.done:
+		return false
+	}
+}
+
+// control hands ev to the session's owner; false when the session has
+// ended.
+func (s *httpSession) control(ev any) bool {
+	select {
+	case s.ctl <- ev:
+		return true
+	case <-s.done:
+		return false
+	}
+}
+
+// onPost admits a POSTed message: its version header must name the
+// negotiated version (or be absent), then it goes to the connection, and
+// its answer to x.
+func (s *httpSession) onPost(x *httpExchange) error {
+	if s.expired() {
+		s.handPlain(x, http.StatusNotFound, httpErrorFrame(http.StatusNotFound, "Session not found"))
+		return nil
+	}
+	s.writers++
+	s.touch()
+	if negotiated := s.conn.session.ProtocolVersion; x != s.creating && x.version != "" && x.version != negotiated {
+		s.handPlain(x, http.StatusBadRequest, httpErrorFrame(http.StatusBadRequest, versionMismatch(x.version, negotiated)))
+		return nil
+	}
+	return s.conn.onMessage(message{env: x.msg.env, size: x.msg.size, route: x, header: x.header, values: x.values})
+}
+
+// send and answer make the session its connection's outlet: a request's
+// frames go to its POST, as one JSON answer when the response is its only
+// frame, else as a stream of the session; the connection's own frames go to
+// the session's GET stream.
+func (s *httpSession) send(r route, frame []byte, done chan<- peerReply) error {
+	l := s.standalone
+	if x, ok := r.(*httpExchange); ok {
+		if x.answerStream == nil {
+			s.startStream(x)
+		}
+		l = x.answerStream
+	}
+	seq := s.appendEvent(l, frame)
+	if done != nil {
+		if l.writer == nil {
+			done <- peerReply{} // kept for the client to resume: as good as written
+		} else {
+			l.acks = append(l.acks, streamAck{seq: seq, done: done})
+		}
+	}
+	s.pump(l)
+	return nil
+}
+
+func (s *httpSession) answer(r route, frame []byte) error {
+	x, ok := r.(*httpExchange)
+	if !ok || x.answered {
+		return nil
+	}
+	x.answered = true
+	if x == s.creating {
+		s.creating = nil
+		if frame == nil || frameErrorCode(frame) != 0 {
+			s.ended = true // never initialized: the session ends with this answer
+		}
+	}
+	if l := x.answerStream; l != nil {
+		if frame != nil {
+			s.appendEvent(l, frame)
+		}
+		l.ended = true
+		s.pump(l)
+		return nil
+	}
+	switch {
+	case frame != nil:
+		s.handPlain(x, http.StatusOK, frame)
+	case x.msg.isRequest():
+		s.handPlain(x, 0, nil) // cancelled: a stream that ends with no event
+	default:
+		s.handPlain(x, http.StatusAccepted, nil)
+	}
+	return nil
+}
+
+// startStream turns x's answer into a stream of the session. In 2025-11-25
+// its first event is the priming event (an id, a retry delay, no data), from
+// which the client can resume it.
+func (s *httpSession) startStream(x *httpExchange) {
+	l := s.newStream()
+	x.answerStream = l
+	if !x.gone {
+		l.writer, x.streamWriter.stream = x.streamWriter, l
+	}
+	if s.conn.session.ProtocolVersion >= ProtocolVersion20251125 {
+		l.retry = s.h.opts.SSERetry
+		s.appendEvent(l, nil)
+	}
+}
+
+// handPlain hands x its whole answer: status and body (status 0: an empty
+// stream).
+func (s *httpSession) handPlain(x *httpExchange, status int, body []byte) {
+	x.answered = true
+	if x.gone {
+		return
+	}
+	b := streamBatch{plain: status != 0, status: status, body: body, final: true}
+	x.batches <- b // x is idle: nothing was handed to it before
+	x.busy = true
+}
+
+// pump hands l's writer the events it has not had yet, when it is idle.
+func (s *httpSession) pump(l *eventStream) {
+	w := l.writer
+	if w == nil || w.busy || w.gone {
+		return
+	}
+	events, final := l.batch()
+	if len(events) == 0 && !final {
+		return
+	}
+	w.batches <- streamBatch{events: events, final: final, last: l.last()}
+	w.busy, l.handed = true, l.last()
+}
+
+// release ends w's response: at once when it is idle, else after the batch
+// it is writing. Its stream is no longer its.
+func (s *httpSession) release(w *streamWriter) {
+	w.stream = nil
+	switch {
+	case w.gone:
+	case w.busy:
+		w.closing = true
+	default:
+		w.batches <- streamBatch{final: true}
+		w.busy = true
+	}
+}
+
+// writerReport is a streamWriter's report of the batch it was handed: ok is
+// false when writing it failed (the client stopped reading or left).
+type writerReport struct {
+	w     *streamWriter
+	x     *httpExchange // the POST w answers; nil for a GET
+	batch streamBatch
+	ok    bool
+}
+
+// writerGone says a streamWriter's client left before it was handed a final
+// batch: nothing more can be written on it.
+type writerGone struct {
+	w *streamWriter
+	x *httpExchange // the POST w answers; nil for a GET
+}
+
+// getRequest asks for a stream to carry on a GET: the session's GET stream,
+// or (lastEventID set) the stream to resume after that event.
+type getRequest struct {
+	w           *streamWriter
+	lastEventID string
+	version     string // its MCP-Protocol-Version header, "" for none
+	reply       chan getVerdict
+}
+
+// getVerdict answers a getRequest: status 0 admits it, with the keep-alive
+// period of what it carries; otherwise the GET is refused status, message.
+type getVerdict struct {
+	status    int
+	message   string
+	keepAlive time.Duration
+}
+
+// deleteRequest ends the session.
+type deleteRequest struct{ reply chan struct{} }
+
+// onControl takes an event from the session's control channel.
+func (s *httpSession) onControl(ev any) {
+	switch ev := ev.(type) {
+	case writerReport:
+		s.onReport(ev)
+	case writerGone:
+		s.onGone(ev)
+	case getRequest:
+		ev.reply <- s.onGet(ev)
+	case deleteRequest:
+		s.ended = true
+		close(ev.reply)
+	case func():
+		ev() // runs on the owner: how tests look at the session's state
+	}
+}
+
+// onReport takes a writer's report of its last batch.
+func (s *httpSession) onReport(r writerReport) {
+	w := r.w
+	w.busy = false
+	l := w.stream
+	if l != nil && !r.batch.plain && r.ok {
+		l.sent = max(l.sent, r.batch.last)
+		s.acknowledge(l, l.sent)
+	}
+	switch {
+	case r.batch.final || !r.ok:
+		s.leave(w)
+		if l != nil && l.ended && l.delivered() {
+			s.dropStream(l) // the client has it all: nothing to resume
+		}
+	case w.closing:
+		s.release(w)
+	case l != nil:
+		s.pump(l)
+	}
+}
+
+// onGone records that a writer's client left. A POST whose answer had not
+// become a stream is cancelled, as its client can no longer get it; a
+// stream goes on, kept for the client to resume.
+func (s *httpSession) onGone(g writerGone) {
+	s.leave(g.w)
+	if x := g.x; x != nil && x.answerStream == nil && !x.answered {
+		x.answered = true
+		s.conn.cancelRoute(x)
+		if x == s.creating {
+			s.ended = true // its initialize will never be answered
+		}
+	}
+}
+
+// leave detaches w from the session: it carries nothing any more, and what
+// its stream owes a Peer call is settled (the events are kept).
+func (s *httpSession) leave(w *streamWriter) {
+	if w.gone {
+		return
+	}
+	w.gone = true
+	s.writers--
+	s.touch()
+	if l := w.stream; l != nil && l.writer == w {
+		l.writer = nil
+		s.acknowledge(l, l.last())
+	}
+	w.stream = nil
+}
+
+// acknowledge replies to the Peer calls waiting for events up to seq.
+func (s *httpSession) acknowledge(l *eventStream, seq uint64) {
+	n := 0
+	for _, a := range l.acks {
+		if a.seq > seq {
+			break
+		}
+		a.done <- peerReply{}
+		n++
+	}
+	l.acks = slices.Delete(l.acks, 0, n)
+}
+
+// onGet admits a GET: it carries the session's GET stream, or resumes the
+// stream its Last-Event-ID names after that event.
+func (s *httpSession) onGet(g getRequest) getVerdict {
+	if s.expired() {
+		return getVerdict{status: http.StatusNotFound, message: "Session not found"}
+	}
+	s.touch()
+	if negotiated := s.conn.session.ProtocolVersion; g.version != "" && g.version != negotiated {
+		return getVerdict{status: http.StatusBadRequest, message: versionMismatch(g.version, negotiated)}
+	}
+	l := s.standalone
+	after := l.sent
+	if g.lastEventID != "" {
+		n, seq, ok := parseEventID(g.lastEventID)
+		l = s.streams[n]
+		if !ok || l == nil {
+			return getVerdict{status: http.StatusBadRequest, message: "Bad Request: Last-Event-ID names no stream of this session"}
+		}
+		if why := l.replayable(seq); why != "" {
+			return getVerdict{status: http.StatusBadRequest, message: "Bad Request: Last-Event-ID " + why}
+		}
+		after = seq
+	}
+	if l.standalone && l.writer != nil {
+		return getVerdict{status: http.StatusConflict, message: "Conflict: the session's GET stream is open on another connection"}
+	}
+	if old := l.writer; old != nil {
+		// An event goes on one connection only: the resuming one. What the
+		// old one was handed is settled now; the events are kept.
+		s.acknowledge(l, l.handed)
+		s.release(old)
+	}
+	s.writers++
+	l.writer, g.w.stream = g.w, l
+	l.handed = max(after, l.first-1)
+	if l.standalone && g.lastEventID == "" && s.conn.session.ProtocolVersion >= ProtocolVersion20251125 {
+		l.retry = s.h.opts.SSERetry
+		s.appendEvent(l, nil)
+	}
+	s.pump(l)
+	keepAlive := time.Duration(0)
+	if l.standalone {
+		keepAlive = s.h.opts.KeepAlive
+	}
+	return getVerdict{keepAlive: keepAlive}
+}
+
+// versionMismatch is the refusal of a request whose MCP-Protocol-Version is
+// not the one its session negotiated.
+func versionMismatch(got, negotiated string) string {
+	return "Bad Request: unsupported MCP-Protocol-Version " + strconv.Quote(got) + " (the session negotiated " + strconv.Quote(negotiated) + ")"
+}
+
+// touch records that the session is in use now.
+func (s *httpSession) touch() { s.lastUsed = time.Now() }
+
+// expired reports whether nothing of the session has been in use for
+// SessionIdleTimeout (no request pending, no connection carrying its
+// answers, nothing new since); then it has ended, whether or not its idle
+// timer fired yet.
+func (s *httpSession) expired() bool {
+	if s.creating == nil && s.conn.pending() == 0 && s.writers == 0 && time.Since(s.lastUsed) >= s.h.opts.SessionIdleTimeout {
+		s.ended = true
+	}
+	return s.ended
+}
+
+// onIdleTimer ends the session once it has expired, or sets the timer for
+// when it may.
+func (s *httpSession) onIdleTimer() {
+	if !s.expired() {
+		s.idle.Reset(max(s.h.opts.SessionIdleTimeout-time.Since(s.lastUsed), time.Millisecond))
+	}
+}
+
+// newStream adds a new stream to the session, dropping the oldest ended one
+// beyond maxSessionStreams.
+func (s *httpSession) newStream() *eventStream {
 	s.nextStream++
-	l := newEventLog(s.nextStream, s)
-	s.streams[l.stream] = l
-	s.order = append(s.order, l.stream)
+	l := &eventStream{number: s.nextStream, first: 1}
+	s.streams[l.number] = l
+	s.order = append(s.order, l.number)
 	if len(s.order) > maxSessionStreams {
-		s.dropEndedStreamLocked()
+		s.dropEndedStream()
 	}
 	return l
 }
 
-// dropEndedStreamLocked drops the oldest ended stream and the events it
-// kept; it reports false when no stream has ended.
-func (s *httpSession) dropEndedStreamLocked() bool {
-	for i, n := range s.order {
-		if old := s.streams[n]; old != s.standalone && old.isEnded() {
-			delete(s.streams, n)
-			s.order = slices.Delete(s.order, i, i+1)
-			old.release()
+// appendEvent adds an event to l (nil frame: a priming event), enforces the
+// replay budget (older events may be dropped, never this one) and returns
+// its sequence number.
+func (s *httpSession) appendEvent(l *eventStream, frame []byte) uint64 {
+	if len(l.events) == maxStreamEvents {
+		s.dropOldestOf(l)
+	}
+	l.events = append(l.events, frame)
+	s.charge(l, len(frame))
+	seq := l.last()
+	s.enforceReplayBudget(l, seq)
+	return seq
+}
+
+// charge changes the bytes l keeps by delta, for the stream, the session and
+// the handler at once.
+func (s *httpSession) charge(l *eventStream, delta int) {
+	l.bytes += delta
+	s.retained += int64(delta)
+	s.h.replay.charge(s, int64(delta))
+}
+
+// dropOldestOf drops l's oldest event. A connection that was still to get
+// it cannot go on without skipping it: its response ends, and the client,
+// resuming, learns the event is gone.
+func (s *httpSession) dropOldestOf(l *eventStream) {
+	s.charge(l, -len(l.events[0]))
+	l.events[0] = nil
+	l.events = l.events[1:]
+	l.first++
+	if w := l.writer; w != nil && l.handed < l.first-1 {
+		l.writer = nil
+		s.acknowledge(l, l.last())
+		s.release(w)
+	}
+}
+
+// dropStream forgets l and its events: it can no longer be resumed.
+func (s *httpSession) dropStream(l *eventStream) {
+	if _, ok := s.streams[l.number]; !ok {
+		return
+	}
+	delete(s.streams, l.number)
+	s.order = slices.DeleteFunc(s.order, func(n uint64) bool { return n == l.number })
+	s.charge(l, -l.bytes)
+	l.first += uint64(len(l.events))
+	l.events = nil
+	s.acknowledge(l, ^uint64(0))
+	if w := l.writer; w != nil {
+		l.writer = nil
+		s.release(w)
+	}
+}
+
+// dropEndedStream drops the oldest ended stream that no connection is
+// writing; it reports false when there is none.
+func (s *httpSession) dropEndedStream() bool {
+	for _, n := range s.order {
+		if l := s.streams[n]; l.ended && !l.standalone && l.writer == nil {
+			s.dropStream(l)
 			return true
 		}
 	}
 	return false
 }
 
-// dropOldestEvent frees some of what the session keeps for replay: its
-// oldest ended stream, else the oldest event of its oldest stream that keeps
-// one, other than event keepSeq of stream keep. It reports false when there
-// is nothing to drop.
-func (s *httpSession) dropOldestEvent(keep *eventLog, keepSeq uint64) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.dropEndedStreamLocked() {
+// dropOldestEvent frees some of what the session keeps: its oldest ended
+// stream, else the oldest event of its oldest stream that keeps one, other
+// than event keepSeq of stream keep. It reports false when there is nothing
+// to drop.
+func (s *httpSession) dropOldestEvent(keep *eventStream, keepSeq uint64) bool {
+	if s.dropEndedStream() {
 		return true
 	}
 	for _, n := range s.order {
 		l := s.streams[n]
-		spare := uint64(0)
-		if l == keep {
-			spare = keepSeq
+		if len(l.events) == 0 || l == keep && l.first == keepSeq {
+			continue
 		}
-		if l.dropOldest(spare) {
-			return true
-		}
+		s.dropOldestOf(l)
+		return true
 	}
 	return false
 }
 
-// enforceReplayBudget drops the oldest events kept until the session, and
-// then the handler's sessions together, are within the budget; it never
-// drops event seq of stream l, just appended. The handler-wide excess is
-// taken from the session keeping the most.
-func (s *httpSession) enforceReplayBudget(l *eventLog, seq uint64) {
-	b := s.budget
-	for s.retained.Load() > b.perSession && s.dropOldestEvent(l, seq) {
+// enforceReplayBudget drops the oldest events kept until the session is
+// within MaxSessionReplayBytes, never event seq of l, just appended; then,
+// when the handler's sessions together keep more than MaxReplayBytes, the
+// session keeping the most gives bytes back: this one at once, another when
+// its owner takes the request (shedReplay).
+func (s *httpSession) enforceReplayBudget(l *eventStream, seq uint64) {
+	for s.retained > int64(s.h.opts.MaxSessionReplayBytes) && s.dropOldestEvent(l, seq) {
 	}
-	for b.used.Load() > b.total {
-		victim := b.sessions.keepingMost(s)
-		if victim == nil || !victim.dropOldestEvent(l, seq) {
+	for {
+		victim := s.h.replay.overBy()
+		switch {
+		case victim == nil:
+			return
+		case victim != s:
+			select {
+			case victim.shed <- struct{}{}:
+			default:
+			}
+			return
+		case !s.dropOldestEvent(l, seq):
 			return
 		}
 	}
 }
 
-// newStream returns a new stream of the session (a POST's response).
-func (s *httpSession) newStream() *eventLog {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.newStreamLocked()
-}
-
-// dropStream forgets stream l and its events: it can no longer be resumed.
-func (s *httpSession) dropStream(l *eventLog) {
-	s.mu.Lock()
-	delete(s.streams, l.stream)
-	s.order = slices.DeleteFunc(s.order, func(n uint64) bool { return n == l.stream })
-	s.mu.Unlock()
-	l.release()
-}
-
-// stream returns the session's stream number n, or nil.
-func (s *httpSession) stream(n uint64) *eventLog {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.streams[n]
-}
-
-// snapshot returns what a message admitted now carries: the negotiated
-// Session.
-func (s *httpSession) snapshot() Session {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.session
-}
-
-// begin records a request or connection being served; end undoes it.
-func (s *httpSession) begin() {
-	s.mu.Lock()
-	s.active++
-	s.lastUsed = time.Now()
-	s.mu.Unlock()
-}
-
-func (s *httpSession) end() {
-	s.mu.Lock()
-	s.active--
-	s.lastUsed = time.Now()
-	s.mu.Unlock()
-}
-
-// track registers a running request under its id; it reports false when
-// the id is in flight already.
-func (s *httpSession) track(x *httpExchange) bool {
-	if x.msg.id == "" {
-		return true
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, dup := s.inflight[x.msg.id]; dup {
-		return false
-	}
-	s.inflight[x.msg.id] = x
-	return true
-}
-
-// untrack drops a finished request: its id is free and its server-to-client
-// requests still waiting fail.
-func (s *httpSession) untrack(x *httpExchange) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.inflight[x.msg.id] == x {
-		delete(s.inflight, x.msg.id)
-	}
-	for _, id := range x.outgoing {
-		if out, ok := s.outgoing[id]; ok {
-			delete(s.outgoing, id)
-			out.reply <- peerReply{err: ErrRequestEnded}
-		}
+// shedReplay gives bytes back while the handler's sessions keep more than
+// MaxReplayBytes and this one keeps the most.
+func (s *httpSession) shedReplay() {
+	for s.h.replay.overBy() == s && s.dropOldestEvent(nil, 0) {
 	}
 }
 
-// cancel handles notifications/cancelled: the named running request is
-// cancelled; unknown ids, initialize and malformed params are ignored.
-func (s *httpSession) cancel(params []byte) {
-	id, ok := cancelledID(params)
-	if !ok {
-		return
-	}
-	s.mu.Lock()
-	x := s.inflight[id]
-	s.mu.Unlock()
-	if x != nil && x.msg.method != "initialize" {
-		x.sub.cancelJob(&x.job)
-	}
-}
-
-// addOutgoing registers a server-to-client request of x and returns its id.
-func (s *httpSession) addOutgoing(x *httpExchange, reply chan peerReply) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.outgoingSeq++
-	id := outgoingID(s.outgoingSeq)
-	s.outgoing[id] = &httpOutgoing{x: x, reply: reply}
-	return id
-}
-
-// dropOutgoing forgets the server-to-client request id that could not be
-// sent.
-func (s *httpSession) dropOutgoing(id string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.outgoing, id)
-}
-
-// onResponse routes the client's response to the server-to-client request
-// waiting for it; any other response is dropped.
-func (s *httpSession) onResponse(env envelope) {
-	id, ok := canonicalID(env.id)
-	if !ok {
-		return
-	}
-	s.mu.Lock()
-	out, ok := s.outgoing[id]
-	delete(s.outgoing, id)
-	s.mu.Unlock()
-	if ok {
-		out.reply <- clientResponse(env)
-	}
-}
-
-// applyReply records what a successful reply changes in the session, before
-// the reply is written, as the stdio coordinator does for its connection. A
-// resources/subscribe of a new URI beyond maxSubscriptions is refused: the
-// error returned is answered instead of the reply, and nothing changes.
-func (s *httpSession) applyReply(r Reply, maxSubscriptions int) *RPCError {
-	if r.Subscribe != "" {
-		if rerr := subscriptionURIError(r.Subscribe); rerr != nil {
-			return rerr
-		}
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if r.Subscribe != "" && !s.resourceSub[r.Subscribe] && len(s.resourceSub) >= maxSubscriptions {
-		return errSubscriptionLimit(maxSubscriptions)
-	}
-	if r.Initialized != nil {
-		s.session = *r.Initialized
-	}
-	if r.LogLevel != "" {
-		s.session.LogLevel = r.LogLevel
-	}
-	if r.Subscribe != "" {
-		s.resourceSub[r.Subscribe] = true
-	}
-	if r.Unsubscribe != "" {
-		delete(s.resourceSub, r.Unsubscribe)
-	}
-	return nil
-}
-
-// onChange puts a catalog change on the session's GET stream: list changes
-// always, a resource update when the session subscribed to the resource.
-func (s *httpSession) onChange(change Change) {
-	s.mu.Lock()
-	wanted := s.session.ProtocolVersion != "" && !s.done &&
-		(change.Kind != ResourceUpdated || s.resourceSub[change.URI])
-	standalone := s.standalone
-	s.mu.Unlock()
-	if !wanted || change.Kind == SubscriptionsEnded {
-		return
-	}
-	prefix, ok := changeParamsPrefix(change)
-	if !ok {
-		return
-	}
-	if frame, err := legacyChangeFrame(change, prefix); err == nil {
-		standalone.append(frame)
-	}
-}
-
-// finish ends the session: its streams end and drop what they kept, its
-// running requests are cancelled and their server-to-client requests fail.
-// Idempotent.
-func (s *httpSession) finish() {
-	s.mu.Lock()
-	if s.done {
-		s.mu.Unlock()
-		return
-	}
-	s.done = true
-	close(s.ended)
-	streams := slices.Collect(maps.Values(s.streams))
-	running := slices.Collect(maps.Values(s.inflight))
-	s.mu.Unlock()
-	for _, l := range streams {
-		l.release()
-	}
-	for _, x := range running {
-		x.sub.cancelJob(&x.job)
-	}
-}
-
-// sessionTable holds the live sessions by id.
-type sessionTable struct {
-	max  int           // read-only after init
-	idle time.Duration // read-only after init
+// replayBudget bounds the bytes of the SSE events all sessions of one
+// handler keep for Last-Event-ID replay (MaxReplayBytes). Each session's
+// owner charges what it keeps; the bytes themselves stay with their owners.
+// It is shared by every session's owner, so a mutex guards it: each call is
+// a few arithmetic steps, never held across anything else, and no other
+// lock is taken under it.
+type replayBudget struct {
+	total int64 // read-only
 
 	mu   sync.Mutex
-	byID map[string]*httpSession // guarded by mu
+	used int64
+	kept map[*httpSession]int64
 }
 
-func (t *sessionTable) init(maxSessions int, idle time.Duration) {
-	t.max, t.idle = maxSessions, idle
-	t.byID = make(map[string]*httpSession)
+// charge records that s keeps delta more bytes.
+func (b *replayBudget) charge(s *httpSession, delta int64) {
+	if delta == 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.used += delta
+	if n := b.kept[s] + delta; n > 0 {
+		b.kept[s] = n
+	} else {
+		delete(b.kept, s)
+	}
 }
 
-// begin returns the live session id with one more request or connection
-// being served (the caller calls end when it is done), or nil. Counting it
-// under the table's lock means it cannot expire in between.
-func (t *sessionTable) begin(id string) *httpSession {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	s := t.byID[id]
-	if s != nil && t.expired(s, time.Now()) {
-		delete(t.byID, id)
-		go s.finish()
+// overBy returns, when the sessions keep more than the total, the one that
+// keeps the most; nil otherwise.
+func (b *replayBudget) overBy() *httpSession {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.used <= b.total {
 		return nil
 	}
-	if s != nil {
-		s.begin()
+	var most *httpSession
+	for s, n := range b.kept {
+		if most == nil || n > b.kept[most] || n == b.kept[most] && s.id < most.id {
+			most = s
+		}
 	}
-	return s
+	return most
 }
 
-// expired reports whether s has been idle for longer than the idle timeout.
-func (t *sessionTable) expired(s *httpSession, now time.Time) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.active == 0 && now.Sub(s.lastUsed) > t.idle
+// sessionTable holds the live sessions by id, up to max. It is shared by
+// every request's goroutine (lookups) and the sessions' owners (which leave
+// it when they end), so a mutex guards it: each call is one map operation,
+// never held across anything else.
+type sessionTable struct {
+	max int // read-only
+
+	mu   sync.Mutex
+	byID map[string]*httpSession
 }
 
-// add registers s, first ending expired sessions; it reports false when the
-// table is full.
+func (t *sessionTable) get(id string) *httpSession {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.byID[id]
+}
+
+// add registers s; false when max sessions are live.
 func (t *sessionTable) add(s *httpSession) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	now := time.Now()
-	for id, old := range t.byID {
-		if t.expired(old, now) {
-			delete(t.byID, id)
-			go old.finish()
-		}
-	}
 	if len(t.byID) >= t.max {
 		return false
 	}
@@ -403,243 +714,19 @@ func (t *sessionTable) add(s *httpSession) bool {
 	return true
 }
 
-// remove ends the session id; it reports whether it was live.
-func (t *sessionTable) remove(id string) bool {
-	t.mu.Lock()
-	s := t.byID[id]
-	delete(t.byID, id)
-	t.mu.Unlock()
-	if s != nil {
-		s.finish()
-	}
-	return s != nil
-}
-
-// keepingMost returns the session that keeps the most bytes for replay,
-// among the live ones and also (when not nil) s, which may not be
-// registered yet; nil when none keeps any.
-func (t *sessionTable) keepingMost(s *httpSession) *httpSession {
-	var most *httpSession
-	var bytes int64
-	if s != nil {
-		most, bytes = s, s.retained.Load()
-	}
+func (t *sessionTable) remove(s *httpSession) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for _, c := range t.byID {
-		if n := c.retained.Load(); n > bytes {
-			most, bytes = c, n
-		}
+	if t.byID[s.id] == s {
+		delete(t.byID, s.id)
 	}
-	if bytes <= 0 {
-		return nil
-	}
-	return most
 }
 
-// all returns the live sessions.
 func (t *sessionTable) all() []*httpSession {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return slices.Collect(maps.Values(t.byID))
 }
 
-// closeAll ends every session.
-func (t *sessionTable) closeAll() {
-	t.mu.Lock()
-	all := slices.Collect(maps.Values(t.byID))
-	clear(t.byID)
-	t.mu.Unlock()
-	for _, s := range all {
-		s.finish()
-	}
-}
-
-// sessionFor returns the session a POST or GET names, begun (see
-// sessionTable.begin: the caller calls its end), answering the request
-// itself when there is none: 400 without Mcp-Session-Id, 404 for an unknown
-// or ended session.
-func (h *HTTPHandler) sessionFor(w http.ResponseWriter, r *http.Request) *httpSession {
-	id := r.Header.Get(headerSessionID)
-	if id == "" {
-		httpError(w, http.StatusBadRequest, "Bad Request: Mcp-Session-Id header is required")
-		return nil
-	}
-	s := h.sessions.begin(id)
-	if s == nil {
-		httpError(w, http.StatusNotFound, "Session not found")
-		return nil
-	}
-	return s
-}
-
-// checkVersionHeader validates the MCP-Protocol-Version header of a request
-// in session s and returns the version it is served at: the negotiated one,
-// which an absent header means too. Any other version is refused 400.
-func checkVersionHeader(w http.ResponseWriter, r *http.Request, s *httpSession) (string, bool) {
-	negotiated := s.snapshot().ProtocolVersion
-	if v := r.Header.Get(headerProtocolVersion); v != "" && v != negotiated {
-		httpError(w, http.StatusBadRequest, "Bad Request: unsupported MCP-Protocol-Version "+strconv.Quote(v)+" (the session negotiated "+strconv.Quote(negotiated)+")")
-		return "", false
-	}
-	return negotiated, true
-}
-
-// serveSessionPost serves a POST of the initialize era: initialize, or a
-// message of an existing session.
-func (h *HTTPHandler) serveSessionPost(w http.ResponseWriter, r *http.Request, msg *postedMessage) {
-	if r.Header.Get(headerSessionID) == "" && msg.method == "initialize" && !msg.isNotification() {
-		h.serveInitialize(w, r, msg)
-		return
-	}
-	s := h.sessionFor(w, r)
-	if s == nil {
-		return
-	}
-	defer s.end()
-	version, ok := checkVersionHeader(w, r, s)
-	if !ok {
-		return
-	}
-	w.Header().Set(headerSessionID, s.id)
-	switch {
-	case msg.isResponse():
-		s.onResponse(msg.env)
-		w.WriteHeader(http.StatusAccepted)
-		return
-	case msg.isNotification() && msg.method == "notifications/cancelled":
-		s.cancel(msg.env.params)
-		w.WriteHeader(http.StatusAccepted)
-		return
-	}
-	x := h.newExchange(s, msg)
-	x.req.Session = s.snapshot()
-	x.req.SessionID = s.id
-	x.req.Header = requestHeader(r)
-	x.req.Header[headerProtocolVersion] = version
-	if !s.track(x) {
-		writeJSONFrame(w, http.StatusOK, errorFrame(msg.id, errDuplicateID))
-		return
-	}
-	defer s.untrack(x)
-	h.runExchange(w, r, x)
-}
-
-// serveInitialize serves an initialize without a session: a successful one
-// creates the session its response names.
-func (h *HTTPHandler) serveInitialize(w http.ResponseWriter, r *http.Request, msg *postedMessage) {
-	s := newHTTPSession(newSessionID(), &h.replay)
-	x := h.newExchange(s, msg)
-	x.req.SessionID = s.id
-	x.req.Header = requestHeader(r)
-	delete(x.req.Header, headerProtocolVersion)
-	x.initializes = true
-	s.begin()
-	defer s.end()
-	s.track(x)
-	defer s.untrack(x)
-	h.runExchange(w, r, x)
-	if x.initializes {
-		s.finish() // never registered: what its stream kept is freed
-	}
-}
-
-// serveGet opens the session's stream of server-initiated messages, or
-// resumes a stream after Last-Event-ID.
-func (h *HTTPHandler) serveGet(w http.ResponseWriter, r *http.Request) {
-	if r.Header.Get(headerSessionID) == "" {
-		w.Header().Set("Allow", "POST")
-		httpError(w, http.StatusMethodNotAllowed, "Method Not Allowed: GET needs an Mcp-Session-Id (2026-07-28 has no GET stream)")
-		return
-	}
-	if _, sse := mediaTypes(r.Header.Values("Accept")); !sse {
-		httpError(w, http.StatusNotAcceptable, "Not Acceptable: Accept must list text/event-stream")
-		return
-	}
-	s := h.sessionFor(w, r)
-	if s == nil {
-		return
-	}
-	defer s.end()
-	if _, ok := checkVersionHeader(w, r, s); !ok {
-		return
-	}
-	w.Header().Set(headerSessionID, s.id)
-	if last := r.Header.Get(headerLastEventID); last != "" {
-		stream, seq, ok := parseEventID(last)
-		l := s.stream(stream)
-		if !ok || l == nil {
-			httpError(w, http.StatusBadRequest, "Bad Request: Last-Event-ID names no stream of this session")
-			return
-		}
-		if why := l.replayable(seq); why != "" {
-			httpError(w, http.StatusBadRequest, "Bad Request: Last-Event-ID "+why)
-			return
-		}
-		if l == s.standalone && !s.claimListener() {
-			httpError(w, http.StatusConflict, "Conflict: the session's GET stream is open on another connection")
-			return
-		}
-		if l == s.standalone {
-			defer s.releaseListener()
-		} else {
-			l.resume()
-		}
-		newSSEWriter(w, h.opts.WriteTimeout).follow(l, seq, h.keepAliveFor(l, s), r.Context().Done(), h.quit, s.ended)
-		return
-	}
-	if !s.claimListener() {
-		httpError(w, http.StatusConflict, "Conflict: the session's GET stream is open on another connection")
-		return
-	}
-	defer s.releaseListener()
-	l := s.standalone
-	seq := l.unsent()
-	sw := newSSEWriter(w, h.opts.WriteTimeout)
-	if s.snapshot().ProtocolVersion >= ProtocolVersion20251125 {
-		sw.event(l.eventID(l.append(nil)), h.opts.SSERetry, nil)
-	}
-	sw.follow(l, seq, h.opts.KeepAlive, r.Context().Done(), h.quit, s.ended)
-}
-
-// keepAliveFor is the keep-alive period of a resumed stream: the GET
-// stream's, none for a request's stream, which ends with its response.
-func (h *HTTPHandler) keepAliveFor(l *eventLog, s *httpSession) time.Duration {
-	if l == s.standalone {
-		return h.opts.KeepAlive
-	}
-	return 0
-}
-
-// claimListener marks the GET stream as carried by a connection; it reports
-// false when another one carries it already.
-func (s *httpSession) claimListener() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.listening {
-		return false
-	}
-	s.listening = true
-	return true
-}
-
-func (s *httpSession) releaseListener() {
-	s.mu.Lock()
-	s.listening = false
-	s.mu.Unlock()
-}
-
-// serveDelete ends a session.
-func (h *HTTPHandler) serveDelete(w http.ResponseWriter, r *http.Request) {
-	id := r.Header.Get(headerSessionID)
-	if id == "" {
-		w.Header().Set("Allow", "POST")
-		httpError(w, http.StatusMethodNotAllowed, "Method Not Allowed: DELETE needs an Mcp-Session-Id (2026-07-28 has no sessions)")
-		return
-	}
-	if !h.sessions.remove(id) {
-		httpError(w, http.StatusNotFound, "Session not found")
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
-}
+// errSessionCapacity refuses an initialize beyond MaxSessions.
+var errSessionCapacity = &RPCError{Code: CodeInternalError, Message: "Server session capacity exhausted"}

@@ -194,6 +194,12 @@ func isJSONRPC2(raw []byte) bool {
 	return ok && s == "2.0"
 }
 
+// isResponse reports whether env is a response from the client (SPEC §4
+// step 3): an object without method that has result or error.
+func (env *envelope) isResponse() bool {
+	return env.kind == kindObject && env.method == nil && (env.result != nil || env.errorV != nil)
+}
+
 func isObjectOrAbsent(raw []byte) bool { return raw == nil || raw[0] == '{' }
 
 // decodeMethod is decodeString for a method name: the names the runtime

@@ -197,8 +197,9 @@ func TestNotifyDuringEOFDrain(t *testing.T) {
 }
 
 // The caller's context ending while its frame is being written, or while it
-// waits for its turn behind another write, returns the context's error; a
-// call that never got its turn writes nothing.
+// waits behind another write, returns the context's error; the frame the
+// transport took is still written (the outcome is unknown to the caller, as
+// Notify documents), and nothing is lost or damaged.
 func TestNotifyContextEndsWhileWriterBlocked(t *testing.T) {
 	w := newGatedWriter()
 	h := startHarnessWith(t, Options{Output: w, WriteTimeout: time.Hour, NotificationMethods: []string{appNotification}}, nil)
@@ -231,12 +232,14 @@ func TestNotifyContextEndsWhileWriterBlocked(t *testing.T) {
 	if err, _ := h.finish(); err != nil {
 		t.Fatalf("Serve = %v", err)
 	}
-	want := []string{
-		`{"jsonrpc":"2.0","method":"notifications/app/event","params":{"call":"writing"}}` + "\n",
-		`{"jsonrpc":"2.0","method":"notifications/app/event","params":{"call":"after"}}` + "\n",
+	frame := func(call string) string {
+		return `{"jsonrpc":"2.0","method":"notifications/app/event","params":{"call":"` + call + `"}}` + "\n"
 	}
-	if got := w.frames(); strings.Join(got, "") != strings.Join(want, "") {
-		t.Fatalf("written %q, want %q", got, want)
+	got := strings.Join(w.frames(), "")
+	taken := frame("writing") + frame("waiting") + frame("after")
+	notTaken := frame("writing") + frame("after")
+	if got != taken && got != notTaken {
+		t.Fatalf("written %q, want %q, with or without the waiting call's frame between", got, notTaken)
 	}
 }
 
@@ -393,7 +396,7 @@ func TestNotifyWaitingWhenOutputFails(t *testing.T) {
 }
 
 // Notifications from many goroutines and responses to many requests: every
-// Write is exactly one whole frame.
+// Write carries whole frames only, and every frame arrives once, undamaged.
 func TestFramesNeverInterleave(t *testing.T) {
 	const senders, perSender, requests = 16, 25, 100
 	h := startHarness(t, notifyOptions())
@@ -444,7 +447,7 @@ func TestFramesNeverInterleave(t *testing.T) {
 	h.noFramesLeft()
 	h.out.mu.Lock()
 	defer h.out.mu.Unlock()
-	if h.out.writes != senders*perSender+requests+1 {
-		t.Fatalf("%d Write calls, want one per frame", h.out.writes)
+	if h.out.writes > senders*perSender+requests+1 {
+		t.Fatalf("%d Write calls, want at most one per frame", h.out.writes)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 )
 
 // ErrRequestEnded is returned by a Peer whose request has already been
@@ -17,24 +16,26 @@ var ErrRequestEnded = errors.New("mcpstdio: request already ended")
 // ended: no response can arrive.
 var ErrNoClientInput = errors.New("mcpstdio: client input ended; no response can arrive")
 
-// requestPeer is the Peer of one running request. It only passes calls to the
-// coordinator, which decides, in its own goroutine, whether the request is
-// still live.
+// requestPeer is the Peer of one running request. It only passes calls to
+// the owner of the request's connection, which decides, in its own goroutine,
+// whether the request is still live: a call made after the request ended
+// fails with ErrRequestEnded while the connection serves, with ErrClosed once
+// it has ended (on every transport alike).
 type requestPeer struct {
 	calls chan<- *peerCall
-	done  <-chan struct{} // closed when the coordinator stops
-	ex    *execution      // identity only: never read outside the coordinator
+	done  <-chan struct{} // closed when the connection ends
+	ex    *execution      // identity only: never read outside the owner
 }
 
 // peerCall is a notification frame to write, or a server-to-client request
 // to send, on behalf of a running request or (ex nil, a notification only)
-// of the application's Notify.
+// of the application's Notify. The owner replies exactly once.
 type peerCall struct {
 	ex     *execution // nil for Notify
 	frame  []byte     // a notification; nil for a request
 	method string     // a request's method and params
 	params json.RawMessage
-	reply  chan peerReply // buffered: the coordinator never waits on the caller
+	reply  chan peerReply // buffered: the owner never waits on the caller
 }
 
 type peerReply struct {
@@ -124,32 +125,3 @@ func clientResponse(env envelope) peerReply {
 // outgoingID returns the canonical id of the n-th server-to-client request.
 // Client ids never route to it: only responses are matched against it.
 func outgoingID(n uint64) string { return `"mcpstdio-` + strconv.FormatUint(n, 10) + `"` }
-
-// changeBox collects a ChangeSource's changes for the coordinator without
-// ever blocking the source: changes queue under a lock and one signal wakes
-// the coordinator, which takes them all at once.
-type changeBox struct {
-	mu      sync.Mutex
-	pending []Change
-	signal  chan struct{} // capacity 1
-}
-
-func newChangeBox() *changeBox { return &changeBox{signal: make(chan struct{}, 1)} }
-
-func (b *changeBox) put(c Change) {
-	b.mu.Lock()
-	b.pending = append(b.pending, c)
-	b.mu.Unlock()
-	select {
-	case b.signal <- struct{}{}:
-	default:
-	}
-}
-
-func (b *changeBox) take() []Change {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	changes := b.pending
-	b.pending = nil
-	return changes
-}

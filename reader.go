@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 )
 
 // errLineTooLong reports an input line longer than the limit. The reader returns it once per over-long line,
@@ -228,4 +229,128 @@ func copyLine(raw []byte) []byte {
 	line := make([]byte, len(raw))
 	copy(line, raw)
 	return line
+}
+
+// inbound is one event of a message source: a decoded message, an
+// over-long message, the end of input, or a read error.
+type inbound struct {
+	line     []byte
+	env      envelope
+	parseErr error
+	tooLong  bool
+	eof      bool
+	readErr  error
+}
+
+// linesBuffer is how many decoded lines the reading goroutine may hand over
+// ahead of the coordinator, so that under load the coordinator takes several
+// lines per wake-up instead of one. It also bounds how many messages a
+// connection holds behind an initialize (see connection.holdFull).
+const linesBuffer = 16
+
+// Input taken ahead of admission is bounded in bytes as well as in lines, so
+// that what a connection holds beyond the executor's MaxInflightBytes stays
+// small even when every line is near MaxLineBytes:
+//   - the reading goroutine hands over lines longer than aheadSmallLine only
+//     while the bytes of such lines not yet taken by the coordinator are
+//     within aheadBytes (lines up to aheadSmallLine are bounded by
+//     linesBuffer alone, and cost no accounting);
+//   - a connection takes no more input while the messages it holds behind
+//     an initialize reach aheadBytes (or linesBuffer messages), or while the
+//     frames waiting for the output do.
+//
+// Either may exceed aheadBytes by one line.
+const (
+	aheadBytes     = 1 << 20
+	aheadSmallLine = defaultReadChunk
+)
+
+// lineSource is the message source of a byte stream: a goroutine reads and
+// decodes its lines (readLines) and hands them to the coordinator.
+type lineSource struct {
+	lines chan inbound
+	ahead lookahead
+	stop  chan struct{} // closed by close: the reading goroutine returns
+}
+
+// newLineSource starts reading r's lines of at most maxLine bytes.
+func newLineSource(r io.Reader, maxLine int) *lineSource {
+	s := &lineSource{lines: make(chan inbound, linesBuffer), stop: make(chan struct{})}
+	s.ahead.room = make(chan struct{}, 1)
+	go readLines(newLineReader(r, maxLine, defaultReadChunk), s.lines, &s.ahead, s.stop)
+	return s
+}
+
+func (s *lineSource) events() <-chan inbound { return s.lines }
+func (s *lineSource) taken(in inbound)       { s.ahead.taken(len(in.line)) }
+func (s *lineSource) close()                 { close(s.stop) }
+
+// readLines reads and decodes lines until the end of input or a read error,
+// sending one inbound per event, and waits for room in ahead after a long
+// line that filled it. It returns early once stop is closed. A Read that
+// never returns keeps it alive.
+func readLines(lr *lineReader, out chan<- inbound, ahead *lookahead, stop <-chan struct{}) {
+	for {
+		var in inbound
+		line, err := lr.next()
+		switch {
+		case err == nil:
+			in.line = line
+			in.env, in.parseErr = decodeEnvelope(line)
+		case errors.Is(err, errLineTooLong):
+			in.tooLong = true
+		case errors.Is(err, io.EOF):
+			in.eof = true
+		default:
+			in.readErr = err
+		}
+		wait := ahead.reserve(len(in.line))
+		select {
+		case out <- in:
+		case <-stop:
+			return
+		}
+		if in.eof || in.readErr != nil {
+			return
+		}
+		for wait && ahead.full() {
+			select {
+			case <-ahead.room:
+			case <-stop:
+				return
+			}
+		}
+	}
+}
+
+// lookahead counts the bytes of the long lines (over aheadSmallLine) that the
+// reading goroutine has handed over and the coordinator has not taken yet.
+// The reader adds a line's length before sending it and, while the count is
+// over aheadBytes, waits for room; the coordinator subtracts it when it takes
+// the line and signals room when the count falls to aheadBytes.
+type lookahead struct {
+	bytes atomic.Int64
+	room  chan struct{} // capacity 1; a stale signal only makes the reader check again
+}
+
+// reserve counts a line of n bytes handed to the coordinator; it reports
+// whether the reader must wait for room before reading on.
+func (la *lookahead) reserve(n int) bool {
+	return n > aheadSmallLine && la.bytes.Add(int64(n)) > aheadBytes
+}
+
+// full reports whether the lines not yet taken are over aheadBytes.
+func (la *lookahead) full() bool { return la.bytes.Load() > aheadBytes }
+
+// taken uncounts a line of n bytes the coordinator took.
+func (la *lookahead) taken(n int) {
+	if n <= aheadSmallLine {
+		return
+	}
+	if left := la.bytes.Add(-int64(n)); left <= aheadBytes && left+int64(n) > aheadBytes {
+		select {
+		case la.room <- struct{}{}:
+		default:
+		}
+	}
 }

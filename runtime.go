@@ -113,7 +113,11 @@ type Runtime struct {
 	watchers changeWatchers
 }
 
-var _ Dispatcher = (*Runtime)(nil)
+var _ fastPathDispatcher = (*Runtime)(nil)
+
+// fillsRequestSpace marks the Runtime as a fastPathDispatcher: Dispatch builds
+// its HandlerRequest in Request.handlerSpace when the transport provides it.
+func (*Runtime) fillsRequestSpace() {}
 
 // NewRuntime validates opts and returns an empty Runtime. The error names the
 // first invalid option.

@@ -356,3 +356,15 @@ func (rt *Runtime) plainToolResultSize(c *call, res *ToolResult) (int, bool) {
 	}
 	return size, true
 }
+
+// ToolInputSchema returns the input schema of the tool name, nil when there
+// is no such tool: the Runtime is a ToolSchemaSource, so the HTTP transport
+// checks a tools/call's Mcp-Param headers against it.
+func (rt *Runtime) ToolInputSchema(name string) json.RawMessage {
+	rt.mu.RLock()
+	defer rt.mu.RUnlock()
+	if e, ok := rt.cat.tools.byKey[name]; ok {
+		return e.tool.InputSchema
+	}
+	return nil
+}

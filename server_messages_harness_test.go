@@ -224,7 +224,9 @@ func (w *switchWriter) Write(p []byte) (int, error) {
 		w.failed.Add(1)
 		return 0, errSwitchedOff
 	}
-	w.frames <- string(p)
+	for _, f := range splitFrames(p) {
+		w.frames <- f
+	}
 	return len(p), nil
 }
 
@@ -247,7 +249,7 @@ func (w *gatedWriter) Write(p []byte) (int, error) {
 	<-w.release
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.written = append(w.written, string(p))
+	w.written = append(w.written, splitFrames(p)...)
 	return len(p), nil
 }
 

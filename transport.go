@@ -75,6 +75,11 @@ type Transport struct {
 	dispatcher Dispatcher
 	executor   *Executor
 	ownsExec   bool
+	// newSource starts the message source Serve reads (the lines of
+	// opts.Input, or an in-memory client's messages) and output is where
+	// the frames go.
+	newSource func() messageSource
+	output    io.Writer
 
 	started chan struct{}  // closed when Serve starts
 	done    chan struct{}  // closed when Serve returns
@@ -98,10 +103,12 @@ func NewTransport(d Dispatcher, opts Options) (*Transport, error) {
 		opts:       opts,
 		dispatcher: d,
 		executor:   opts.Executor,
+		output:     opts.Output,
 		started:    make(chan struct{}),
 		done:       make(chan struct{}),
 		calls:      make(chan *peerCall),
 	}
+	t.newSource = func() messageSource { return newLineSource(opts.Input, opts.MaxLineBytes) }
 	if t.executor == nil {
 		e, err := NewExecutor(ExecutorOptions{MaxConcurrency: opts.MaxConcurrency, MaxQueue: opts.MaxQueue, MaxInflightBytes: opts.MaxInflightBytes})
 		if err != nil {
@@ -173,7 +180,7 @@ func (t *Transport) Serve(ctx context.Context) (err error) {
 	t.serving = true
 	t.mu.Unlock()
 
-	c := newCoordinator(ctx, t)
+	c := newCoordinator(ctx, t, t.newSource(), newFrameWriter(t.output, t.opts.WriteTimeout))
 	close(t.started)
 	defer func() {
 		c.shutdown()
@@ -185,7 +192,7 @@ func (t *Transport) Serve(ctx context.Context) (err error) {
 		t.mu.Unlock()
 		close(t.done)
 	}()
-	return c.run()
+	return c.serve()
 }
 
 // Serve serves d on one connection described by opts until it ends; see

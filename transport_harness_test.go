@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -58,7 +59,8 @@ func (r *feedReader) close(err error) {
 	r.end <- err
 }
 
-// frameRecorder is an output that hands every Write to the test.
+// frameRecorder is an output that hands every frame written to the test,
+// one at a time, whether a Write carried one frame or several.
 type frameRecorder struct {
 	frames chan string
 	mu     sync.Mutex
@@ -71,8 +73,26 @@ func (w *frameRecorder) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	w.writes++
 	w.mu.Unlock()
-	w.frames <- string(p)
+	for _, f := range splitFrames(p) {
+		w.frames <- f
+	}
 	return len(p), nil
+}
+
+// splitFrames splits what one Write carried into its frames, each ending in
+// "\n". A Write must carry whole frames only: a piece without its newline
+// is returned as a last element, which decodeFrame then refuses.
+func splitFrames(p []byte) []string {
+	var frames []string
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			return append(frames, string(p))
+		}
+		frames = append(frames, string(p[:i+1]))
+		p = p[i+1:]
+	}
+	return frames
 }
 
 // testDispatcher serves methods whose behaviour the test controls:
@@ -156,6 +176,21 @@ func waitFor[T any](t *testing.T, ch <-chan T, what string) T {
 	case <-time.After(safetyTimeout):
 		t.Fatalf("timed out waiting for %s", what)
 		panic("unreachable")
+	}
+}
+
+// waitUntil polls cond, yielding between calls, until it holds: for state
+// that other goroutines reach in their own time and announce on no channel.
+// A cond that never holds fails the test after safetyTimeout instead of
+// hanging it.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(safetyTimeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		runtime.Gosched()
 	}
 }
 

@@ -429,7 +429,7 @@ func (deadlineExpiredWriter) Write([]byte) (int, error) {
 func TestOutputDeadlineIsReportedAsWriteTimeout(t *testing.T) {
 	w := newFrameWriter(deadlineExpiredWriter{}, time.Hour)
 	defer w.close()
-	err := w.writeAndWait([]byte("{}\n"))
+	err := w.queueAndWait([]byte("{}\n"))
 	if !errors.Is(err, ErrOutputFailed) || !errors.Is(err, ErrWriteTimeout) || !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("write = %v, want an output-failed write timeout wrapping the deadline error", err)
 	}

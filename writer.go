@@ -33,11 +33,13 @@ type deadlineWriter interface {
 	SetWriteDeadline(t time.Time) error
 }
 
-// frameWriter writes frames to the output on its own goroutine, one at a time,
-// so that its owner can stop waiting for a write that does not return. There is
-// no queue: at most one frame is in flight, and the next is handed over only
-// after the previous one's result was taken. All methods are called by the
-// owner (the coordinator goroutine) only.
+// frameWriter writes frames to the output on its own goroutine, one write
+// at a time, so that its owner (a connection's owner goroutine) can stop
+// waiting for a write that does not return. Frames handed over while a write
+// is in flight are queued and go out together, in order, in the next write
+// (SPEC §3): a write carries whole frames only. The queue holds only what
+// became ready during one write; the owner bounds it by taking no more input
+// while backlog is large. All methods are called by the owner only.
 type frameWriter struct {
 	out       io.Writer
 	deadlines deadlineWriter // nil when the output does not support deadlines
@@ -45,18 +47,29 @@ type frameWriter struct {
 	frames    chan outFrame // to the writing goroutine; closed by close
 	err       error         // the terminal error, once a write failed; then nothing more is written
 
-	// events carries each frame's result and, as errTimerFired, each firing
-	// of timer. At most one frame is in flight and the timer is re-armed
+	// events carries each write's result and, as errTimerFired, each firing
+	// of timer. At most one write is in flight and the timer is re-armed
 	// only after its event was taken, so its buffer of two never fills.
 	events chan error
 
-	busy    bool      // a frame was handed over and its result not yet taken
-	started time.Time // when the frame in flight was handed over
+	busy    bool      // a write was handed over and its result not yet taken
+	started time.Time // when the write in flight was handed over
 
-	// timer is armed lazily: when a frame is handed over and it is not
-	// armed, it is set for that frame's WriteTimeout; when it fires it is
-	// re-armed for the frame then in flight, if any. Resetting a timer per
-	// frame would cost a wake-up of the runtime's poller per frame, and a
+	// The frames waiting for the next write, their total length, and the
+	// acknowledgements to send once they are written.
+	queued      [][]byte
+	queuedBytes int
+	queuedAcks  []chan<- peerReply
+	// inflightAcks are the acknowledgements of the write in flight.
+	inflightAcks []chan<- peerReply
+	// joined is the buffer of the write in flight when it carries several
+	// frames; spare is the one to join the next several into.
+	joined, spare []byte
+
+	// timer is armed lazily: when a write is handed over and it is not
+	// armed, it is set for that write's WriteTimeout; when it fires it is
+	// re-armed for the write then in flight, if any. Resetting a timer per
+	// write would cost a wake-up of the runtime's poller per write, and a
 	// timer channel in the owner's select costs a timer update per wait.
 	timer *time.Timer
 	armed bool // set until the firing's event was taken
@@ -68,7 +81,7 @@ type frameWriter struct {
 	deadline time.Time
 }
 
-// outFrame is a frame handed to the writing goroutine, with the write
+// outFrame is a write handed to the writing goroutine, with the write
 // deadline to set first (zero: keep the current one).
 type outFrame struct {
 	frame    []byte
@@ -105,22 +118,50 @@ func (w *frameWriter) loop() {
 	}
 }
 
-// errTimerFired is the event of the write timer's firing.
-var errTimerFired = errors.New("write timer fired")
-
-// write hands frame to the writing goroutine, to be written with a single
-// Write call, and returns without waiting for it: the owner takes the result
-// from events, or from wait. If a frame is still in flight, write first
-// waits for it, at most until its WriteTimeout passes. A failure or timeout is
-// terminal: write returns an *OutputError, and so does every later call,
-// without writing. A timed-out Write may already have written part of the
-// frame, so nothing is ever retried. frame must not change until its result
-// was taken.
-func (w *frameWriter) write(frame []byte) error {
-	if err := w.wait(); err != nil {
-		return err
+// queue hands frame over to be written: at once when no write is in
+// flight, else with the next write. done, when not nil, receives exactly one
+// reply: nil once the write that carried frame succeeded, the *OutputError
+// when it failed or timed out (part of it may have been written), or an
+// error matching ErrTransportDown when an earlier write failed first and
+// frame was never handed to the output. A failure or timeout is terminal:
+// queue returns the *OutputError, then and on every later call, without
+// writing; nothing is ever retried, as a timed-out Write may already have
+// written part of its frames. frame must not change until it is written.
+func (w *frameWriter) queue(frame []byte, done chan<- peerReply) error {
+	if w.err != nil {
+		if done != nil {
+			done <- peerReply{err: fmt.Errorf("%w: %w", ErrTransportDown, w.err)}
+		}
+		return w.err
 	}
-	out := outFrame{frame: frame}
+	w.queued = append(w.queued, frame)
+	w.queuedBytes += len(frame)
+	if done != nil {
+		w.queuedAcks = append(w.queuedAcks, done)
+	}
+	if !w.busy {
+		w.start()
+	}
+	return nil
+}
+
+// start hands the queued frames to the writing goroutine as one write; the
+// goroutine is idle.
+func (w *frameWriter) start() {
+	var b []byte
+	if len(w.queued) == 1 {
+		b = w.queued[0]
+	} else {
+		b = w.spare[:0]
+		for _, f := range w.queued {
+			b = append(b, f...)
+		}
+		w.joined, w.spare = b, nil
+	}
+	clear(w.queued)
+	w.queued, w.queuedBytes = w.queued[:0], 0
+	w.inflightAcks, w.queuedAcks = w.queuedAcks, w.inflightAcks[:0]
+	out := outFrame{frame: b}
 	now := time.Now()
 	if w.deadlines != nil && w.deadline.Sub(now) < w.timeout {
 		w.deadline = now.Add(2 * w.timeout)
@@ -132,19 +173,13 @@ func (w *frameWriter) write(frame []byte) error {
 		w.timer.Reset(w.timeout)
 		w.armed = true
 	}
-	return nil
 }
 
-// writeAndWait writes frame and waits for its result.
-func (w *frameWriter) writeAndWait(frame []byte) error {
-	if err := w.write(frame); err != nil {
-		return err
-	}
-	return w.wait()
-}
+// backlog is the length of the frames waiting for the next write.
+func (w *frameWriter) backlog() int { return w.queuedBytes }
 
-// wait blocks until the frame in flight, if any, is written, has failed or
-// has timed out, and returns the terminal error, if any.
+// wait blocks until every frame handed over is written, or a write has
+// failed or timed out, and returns the terminal error, if any.
 func (w *frameWriter) wait() error {
 	for w.busy {
 		w.handle(<-w.events)
@@ -161,8 +196,9 @@ func (w *frameWriter) pending() <-chan error {
 	return w.events
 }
 
-// handle takes one event: the result of the frame in flight, or the timer's
-// firing, after which the frame in flight, if any, has timed out if it began
+// handle takes one event: the result of the write in flight, after which
+// the queued frames, if any, go out in the next write; or the timer's
+// firing, after which the write in flight, if any, has timed out if it began
 // WriteTimeout ago (otherwise the timer is re-armed for it). It returns the
 // terminal error, if any.
 func (w *frameWriter) handle(event error) error {
@@ -170,9 +206,17 @@ func (w *frameWriter) handle(event error) error {
 	case event != errTimerFired:
 		w.busy = false
 		if event != nil {
-			w.err = &OutputError{Err: w.cause(event)}
+			w.fail(&OutputError{Err: w.cause(event)})
+			return w.err
 		}
-		return w.err
+		w.acknowledge(nil)
+		if w.joined != nil {
+			w.spare, w.joined = w.joined, nil
+		}
+		if len(w.queued) > 0 {
+			w.start()
+		}
+		return nil
 	case !w.busy:
 		w.armed = false
 		return w.err
@@ -182,9 +226,33 @@ func (w *frameWriter) handle(event error) error {
 		return nil
 	}
 	w.armed, w.busy = false, false
-	w.err = &OutputError{Err: fmt.Errorf("%w after %v", ErrWriteTimeout, w.timeout)}
+	w.fail(&OutputError{Err: fmt.Errorf("%w after %v", ErrWriteTimeout, w.timeout)})
 	return w.err
 }
+
+// acknowledge replies err to the frames of the write that just ended.
+func (w *frameWriter) acknowledge(err error) {
+	for i, done := range w.inflightAcks {
+		done <- peerReply{err: err}
+		w.inflightAcks[i] = nil
+	}
+	w.inflightAcks = w.inflightAcks[:0]
+}
+
+// fail records the terminal error err of the write that just ended: its
+// frames' acknowledgements get err, the queued frames' ErrTransportDown, and
+// nothing more is written.
+func (w *frameWriter) fail(err error) {
+	w.err = err
+	w.acknowledge(err)
+	for _, done := range w.queuedAcks {
+		done <- peerReply{err: fmt.Errorf("%w: %w", ErrTransportDown, err)}
+	}
+	w.queued, w.queuedAcks, w.queuedBytes = nil, nil, 0
+}
+
+// errTimerFired is the event of the write timer's firing.
+var errTimerFired = errors.New("write timer fired")
 
 // cause returns the cause to report for a failed write. The output's own
 // write deadline lies at least WriteTimeout after the write began, so it may

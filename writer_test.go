@@ -30,7 +30,7 @@ func TestWriteTimerFiring(t *testing.T) {
 			w := newFrameWriter(out, timeout)
 			defer func() { close(out.release); w.close() }()
 			if tt.inFlight {
-				if err := w.write([]byte("{}\n")); err != nil {
+				if err := w.queue([]byte("{}\n"), nil); err != nil {
 					t.Fatal(err)
 				}
 				<-out.entered
@@ -48,7 +48,7 @@ func TestWriteTimerFiring(t *testing.T) {
 				t.Fatalf("busy %v armed %v, want both %v", w.busy, w.armed, tt.wantBusy)
 			}
 			if tt.wantErr {
-				if err := w.write([]byte("{}\n")); err == nil {
+				if err := w.queue([]byte("{}\n"), nil); err == nil {
 					t.Fatal("a write after the timeout succeeded; want the terminal error")
 				}
 			}
@@ -63,7 +63,7 @@ func TestWriteTimerArmedOnce(t *testing.T) {
 	w := newFrameWriter(out, time.Hour)
 	defer w.close()
 	for range 3 {
-		if err := w.writeAndWait([]byte("{}\n")); err != nil {
+		if err := w.queueAndWait([]byte("{}\n")); err != nil {
 			t.Fatal(err)
 		}
 		if !w.armed || w.busy {
@@ -101,7 +101,7 @@ func TestWriteDeadlineMovedOncePerTimeout(t *testing.T) {
 	w := newFrameWriter(out, timeout)
 	before := time.Now()
 	for range 5 {
-		if err := w.writeAndWait([]byte("{}\n")); err != nil {
+		if err := w.queueAndWait([]byte("{}\n")); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -114,5 +114,116 @@ func TestWriteDeadlineMovedOncePerTimeout(t *testing.T) {
 	}
 	if d := out.deadlines[1]; d.Before(before.Add(timeout)) || d.After(time.Now().Add(2*timeout)) {
 		t.Fatalf("deadline %v: want between WriteTimeout and 2*WriteTimeout after the first write", d)
+	}
+}
+
+// queueAndWait queues frame and waits until it is written.
+func (w *frameWriter) queueAndWait(frame []byte) error {
+	if err := w.queue(frame, nil); err != nil {
+		return err
+	}
+	return w.wait()
+}
+
+// gateWriter is an output whose every Write waits for a release, recording
+// what each Write carried.
+type gateWriter struct {
+	entered chan []byte
+	release chan error
+}
+
+func (g *gateWriter) Write(p []byte) (int, error) {
+	g.entered <- append([]byte(nil), p...)
+	if err := <-g.release; err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// Frames handed over while a write is in flight go out together in the
+// next write, in order, and each frame's acknowledgement comes once the
+// write that carried it returned.
+func TestFramesQueuedDuringAWriteGoOutTogether(t *testing.T) {
+	g := &gateWriter{entered: make(chan []byte, 4), release: make(chan error, 4)}
+	w := newFrameWriter(g, time.Hour)
+	defer w.close()
+	acks := make([]chan peerReply, 4)
+	for i := range acks {
+		acks[i] = make(chan peerReply, 1)
+	}
+	if err := w.queue([]byte("1\n"), acks[0]); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(<-g.entered); got != "1\n" {
+		t.Fatalf("first write %q", got)
+	}
+	for i, f := range []string{"2\n", "3\n", "4\n"} {
+		if err := w.queue([]byte(f), acks[i+1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if w.backlog() != 6 {
+		t.Fatalf("backlog %d, want the 6 bytes of the three queued frames", w.backlog())
+	}
+	for _, ack := range acks {
+		select {
+		case r := <-ack:
+			t.Fatalf("acknowledged %v before its write returned", r)
+		default:
+		}
+	}
+	g.release <- nil
+	if err := w.handle(<-w.events); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-acks[0]; r.err != nil {
+		t.Fatalf("first frame's acknowledgement %v", r.err)
+	}
+	if got := string(<-g.entered); got != "2\n3\n4\n" {
+		t.Fatalf("second write carried %q, want the three queued frames in order", got)
+	}
+	g.release <- nil
+	if err := w.wait(); err != nil {
+		t.Fatal(err)
+	}
+	for i, ack := range acks[1:] {
+		if r := <-ack; r.err != nil {
+			t.Fatalf("frame %d acknowledged %v", i+2, r.err)
+		}
+	}
+}
+
+// When a write fails, its frames' acknowledgements get the output error and
+// the frames queued behind it, never handed to the output, ErrTransportDown;
+// nothing more is written.
+func TestFailedWriteAcknowledgesEveryFrame(t *testing.T) {
+	g := &gateWriter{entered: make(chan []byte, 4), release: make(chan error, 4)}
+	w := newFrameWriter(g, time.Hour)
+	defer w.close()
+	inFlight, queued := make(chan peerReply, 1), make(chan peerReply, 1)
+	w.queue([]byte("1\n"), inFlight)
+	<-g.entered
+	w.queue([]byte("2\n"), queued)
+	g.release <- errors.New("broken pipe")
+	if err := w.wait(); !errors.Is(err, ErrOutputFailed) {
+		t.Fatalf("wait = %v, want the output failure", err)
+	}
+	if r := <-inFlight; !errors.Is(r.err, ErrOutputFailed) {
+		t.Fatalf("the failed frame's acknowledgement %v, want the output failure", r.err)
+	}
+	if r := <-queued; !errors.Is(r.err, ErrTransportDown) || errors.Is(r.err, ErrOutputFailed) && !errors.Is(r.err, ErrTransportDown) {
+		t.Fatalf("the queued frame's acknowledgement %v, want ErrTransportDown", r.err)
+	}
+	later := make(chan peerReply, 1)
+	if err := w.queue([]byte("3\n"), later); !errors.Is(err, ErrOutputFailed) {
+		t.Fatalf("queue after the failure = %v, want the terminal error", err)
+	}
+	if r := <-later; !errors.Is(r.err, ErrTransportDown) {
+		t.Fatalf("a frame queued after the failure acknowledged %v", r.err)
+	}
+	select {
+	case p := <-g.entered:
+		t.Fatalf("wrote %q after the failure", p)
+	default:
 	}
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"slices"
 	"strings"
 )
 
@@ -18,6 +17,18 @@ import (
 // recovered by the executor and answered -32603 "Request worker failed".
 type Dispatcher interface {
 	Dispatch(ctx context.Context, req *Request) Reply
+}
+
+// fastPathDispatcher is the one internal interface through which a transport
+// learns that its dispatcher (a Runtime of this package) shares work with it
+// beyond the Dispatcher contract: the transport allocates the dispatcher's
+// per-request record with the request (Request.handlerSpace), and the
+// dispatcher may build the response frame along with its result
+// (Reply.frame, which builtFrame checks before it is used). Another
+// Dispatcher loses only the allocations these save.
+type fastPathDispatcher interface {
+	Dispatcher
+	fillsRequestSpace()
 }
 
 // DispatcherFunc adapts a function to the Dispatcher interface.
@@ -140,74 +151,6 @@ type Reply struct {
 	// Result again, when Result still refers to exactly those bytes (see
 	// builtFrame); otherwise the frame is built from Result.
 	frame []byte
-}
-
-// ListenFilter is what a subscriptions/listen stream receives: the honoured
-// subset of what the client asked for. Notifications is the JSON object sent
-// back in the acknowledgement.
-type ListenFilter struct {
-	ToolsListChanged     bool
-	PromptsListChanged   bool
-	ResourcesListChanged bool
-	ResourceURIs         []string
-	Notifications        json.RawMessage
-}
-
-// wants reports whether the stream asked for change.
-func (f *ListenFilter) wants(change Change) bool {
-	switch change.Kind {
-	case ToolsChanged:
-		return f.ToolsListChanged
-	case PromptsChanged:
-		return f.PromptsListChanged
-	case ResourcesChanged:
-		return f.ResourcesListChanged
-	case ResourceUpdated:
-		return slices.Contains(f.ResourceURIs, change.URI)
-	}
-	return false
-}
-
-// ChangeKind says what changed in a server's catalog.
-type ChangeKind uint8
-
-const (
-	ToolsChanged ChangeKind = iota + 1
-	PromptsChanged
-	ResourcesChanged
-	ResourceUpdated // the contents of one resource, Change.URI
-	// SubscriptionsEnded ends every open 2026 listen stream from the server
-	// side: each gets its final {resultType:"complete"} response.
-	SubscriptionsEnded
-)
-
-// Change is one event a ChangeSource reports.
-type Change struct {
-	Kind ChangeKind
-	URI  string
-}
-
-// method is the notification that announces the change.
-func (c Change) method() string {
-	switch c.Kind {
-	case ToolsChanged:
-		return "notifications/tools/list_changed"
-	case PromptsChanged:
-		return "notifications/prompts/list_changed"
-	case ResourcesChanged:
-		return "notifications/resources/list_changed"
-	}
-	return "notifications/resources/updated"
-}
-
-// A ChangeSource is a Dispatcher whose catalog changes while it serves. The
-// transport watches it for the whole connection and forwards each change to
-// the client: list_changed and resources/updated notifications in the
-// initialize era, tagged notifications on 2026 subscriptions/listen streams.
-type ChangeSource interface {
-	// WatchChanges calls notify for every later change until stop is called.
-	// notify may be called from any goroutine and must not block.
-	WatchChanges(notify func(Change)) (stop func())
 }
 
 // RPCError is a JSON-RPC error object. Message is sent to the client as is:

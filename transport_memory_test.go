@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+// startMemory serves rt over an in-memory pair and returns the client and
+// Serve's result channel.
+func startMemory(t *testing.T, d Dispatcher, opts Options) (*MemoryClient, <-chan error) {
+	t.Helper()
+	if opts.Logger == nil {
+		opts.Logger = quietLogger()
+	}
+	tr, client, err := NewMemoryTransport(d, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- tr.Serve(context.Background()) }()
+	return client, done
+}
+
+// roundTripMemory sends msg and returns the next message received.
+func roundTripMemory(t *testing.T, c *MemoryClient, msg string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), safetyTimeout)
+	defer cancel()
+	if err := c.Send(ctx, []byte(msg)); err != nil {
+		t.Fatalf("Send: %v", err)
+	}
+	got, err := c.Receive(ctx)
+	if err != nil {
+		t.Fatalf("Receive: %v", err)
+	}
+	return string(got)
+}
+
+// The reference catalog served in memory, with no pipe: a session of both
+// eras, a cancelled request, bad input, and the end of input.
+func TestMemoryTransportServesARuntime(t *testing.T) {
+	rt := newHTTPCatalogRuntime(t)
+	c, done := startMemory(t, rt, Options{MaxLineBytes: 4096})
+	init := roundTripMemory(t, c, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	if !strings.Contains(init, `"protocolVersion":"2025-11-25"`) {
+		t.Fatalf("initialize answered %s", init)
+	}
+	echo := roundTripMemory(t, c, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"héllo"}}}`)
+	if !strings.Contains(echo, `"text":"h\u00e9llo"`) || strings.Contains(echo, "\n") {
+		t.Fatalf("echo answered %q, want one message with the ASCII-escaped text", echo)
+	}
+	stateless := roundTripMemory(t, c, toolCall("3", "echo", meta2026With("")))
+	if !strings.Contains(stateless, `"resultType":"complete"`) {
+		t.Fatalf("a 2026 call answered %s", stateless)
+	}
+
+	// A sleep cancelled by the client is never answered; the next request is.
+	ctx := context.Background()
+	c.Send(ctx, []byte(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":600000}}}`))
+	c.Send(ctx, []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":4}}`))
+	if got := roundTripMemory(t, c, `{"jsonrpc":"2.0","id":4,"method":"ping"}`); got != `{"jsonrpc":"2.0","id":4,"result":{}}` {
+		t.Fatalf("after the cancel, id 4 again: %s", got)
+	}
+
+	if got := roundTripMemory(t, c, `{"jsonrpc":"2.0","id":5,`); got != `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}` {
+		t.Fatalf("a broken message: %s", got)
+	}
+	if got := roundTripMemory(t, c, `{"jsonrpc":"2.0","id":6,"method":"ping","params":{"pad":"`+strings.Repeat("x", 4096)+`"}}`); !strings.Contains(got, "4096-byte line limit") {
+		t.Fatalf("an over-long message: %s", got)
+	}
+
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitFor(t, done, "Serve to return"); err != nil {
+		t.Fatalf("Serve = %v after Close", err)
+	}
+	if _, err := c.Receive(ctx); !errors.Is(err, io.EOF) {
+		t.Fatalf("Receive after Serve returned = %v, want io.EOF", err)
+	}
+	if err := c.Send(ctx, []byte(`{}`)); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Send after Close = %v, want ErrClosed", err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatalf("a second Close = %v", err)
+	}
+}
+
+// A client that does not receive fails the server's write as a pipe nobody
+// reads does: Serve returns the write timeout and nothing is left running.
+func TestMemoryTransportUnreadOutputTimesOut(t *testing.T) {
+	c, done := startMemory(t, newTestDispatcher(), Options{WriteTimeout: 20 * time.Millisecond})
+	if err := c.Send(context.Background(), []byte(`{"jsonrpc":"2.0","id":1,"method":"echo","params":{}}`)); err != nil {
+		t.Fatal(err)
+	}
+	err := waitFor(t, done, "Serve to return")
+	if !errors.Is(err, ErrOutputFailed) || !errors.Is(err, ErrWriteTimeout) {
+		t.Fatalf("Serve = %v, want the write timeout", err)
+	}
+	if _, err := c.Receive(context.Background()); !errors.Is(err, io.EOF) {
+		t.Fatalf("Receive = %v, want io.EOF: the timed-out message is gone", err)
+	}
+}
+
+func TestNewMemoryTransportRefusesStreams(t *testing.T) {
+	if _, _, err := NewMemoryTransport(newTestDispatcher(), Options{Input: strings.NewReader("")}); err == nil {
+		t.Fatal("NewMemoryTransport with an Input: want an error")
+	}
+	if _, _, err := NewMemoryTransport(newTestDispatcher(), Options{MaxLineBytes: -1}); err == nil {
+		t.Fatal("NewMemoryTransport with a bad option: want an error")
+	}
+}

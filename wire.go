@@ -1,0 +1,33 @@
+package main
+
+// Names the protocol puts on the wire, each spelled once: the methods the
+// transports act on themselves, the HTTP headers of Streamable HTTP and the
+// reserved _meta keys the transports read or write. (The _meta keys of the
+// dialects are in dialect.go.)
+
+// Methods the transports and the connection core treat specially.
+const (
+	methodInitialize                = "initialize"
+	methodCancelled                 = "notifications/cancelled"
+	methodSubscriptionsAcknowledged = "notifications/subscriptions/acknowledged"
+	methodToolsCall                 = "tools/call"
+	methodPromptsGet                = "prompts/get"
+	methodResourcesRead             = "resources/read"
+	methodSubscriptionsListen       = "subscriptions/listen"
+)
+
+// metaKeySubscriptionID tags every frame of a 2026 subscriptions/listen
+// stream with the listen request's id.
+const metaKeySubscriptionID = "io.modelcontextprotocol/subscriptionId"
+
+// HTTP headers of Streamable HTTP, in canonical form (net/http's Header
+// methods canonicalize any spelling; Request.Header keys are these, lower
+// case). The protocol version header is headerProtocolVersion (dialect.go),
+// which stdio synthesizes too.
+const (
+	headerSessionID   = "Mcp-Session-Id"
+	headerMethod      = "Mcp-Method"
+	headerName        = "Mcp-Name"
+	headerParamPrefix = "Mcp-Param-"
+	headerLastEventID = "Last-Event-ID"
+)
