@@ -35,7 +35,8 @@ const goldenCursorKey = "golden-transcripts-cursor-key-32"
 // reference server (runtime options as main.go sets them, and the reference
 // catalog), except that its server info fills every optional field (so the
 // per-version filtering of Implementation shows), it has instructions, page
-// size 4 and a fixed cursor key.
+// size 4 and a fixed cursor key. A transcript named shapes_* is served the
+// shapes catalog (golden_shapes_test.go) instead of the reference catalog.
 func TestGoldenTranscripts(t *testing.T) {
 	inputs, err := filepath.Glob(filepath.Join("testdata", "golden", "*.jsonl"))
 	if err != nil {
@@ -79,7 +80,11 @@ func runGolden(t *testing.T, inPath, outPath string) {
 		t.Fatal(err)
 	}
 	rt.cursors = cursorCodec{key: []byte(goldenCursorKey)}
-	if err := registerReferenceCatalog(rt); err != nil {
+	register := registerReferenceCatalog
+	if strings.HasPrefix(filepath.Base(inPath), "shapes_") {
+		register = registerShapesCatalog
+	}
+	if err := register(rt); err != nil {
 		t.Fatal(err)
 	}
 	inR, inW := io.Pipe()

@@ -56,6 +56,7 @@ func (h *HTTPHandler) newExchange(s *httpSession, msg *postedMessage) *httpExcha
 	x.job.key, x.job.work, x.job.size = msg.id, x, msg.size
 	x.peer = requestPeer{calls: x.calls, done: x.done}
 	x.req.handlerSpace = &x.handlerSpace
+	x.req.Transport = TransportStreamableHTTP
 	return x
 }
 
