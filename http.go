@@ -181,8 +181,9 @@ func (o *HTTPOptions) normalize() error {
 
 // HTTPHandler serves one MCP server over Streamable HTTP. Construct it with
 // NewHTTPHandler and mount it (it answers its Path only); it is safe for
-// concurrent use, as http.Handler requires. Call CloseStreams and then Close
-// when the server shuts down.
+// concurrent use, as http.Handler requires. When the server shuts down, call
+// Shutdown (with ConnState installed on the http.Server), or CloseStreams,
+// http.Server.Shutdown and Close in that order.
 type HTTPHandler struct {
 	opts       HTTPOptions // validated; read-only after NewHTTPHandler
 	dispatcher Dispatcher
@@ -197,6 +198,8 @@ type HTTPHandler struct {
 	quit      chan struct{} // closed by CloseStreams: long-lived streams end
 	quitOnce  sync.Once
 	closeOnce sync.Once
+
+	drain drainState // connections and messages in flight, for Shutdown (http_drain.go)
 }
 
 // NewHTTPHandler validates opts and returns a handler that serves d. An

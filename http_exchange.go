@@ -76,6 +76,8 @@ func (x *httpExchange) run(ctx context.Context) any {
 // it sends is kept for the resumption. A 2026 request whose client closes
 // the response is cancelled, and nothing more is written for it.
 func (h *HTTPHandler) runExchange(w http.ResponseWriter, r *http.Request, x *httpExchange) {
+	h.drain.beginExchange()
+	defer h.drain.endExchange()
 	x.sub = h.executor.NewSubmitter()
 	defer x.sub.Close()
 	defer close(x.done)
