@@ -1,7 +1,14 @@
-// Command mcpstdio serves a reference MCP server on standard input and output.
+// Command mcpstdio serves a reference MCP server on standard input and
+// output, or with -http over Streamable HTTP: every protocol version from
+// 2024-11-05 to 2026-07-28, and a catalog of tools, resources and prompts
+// (echo, sleep, and the fixtures of the official conformance suite). Run it
+// with -h for its flags.
 //
-// Every other file of this package stands alone and can be copied into another
-// package; only this one assumes package main.
+// The command is this file and the main_*.go files (the reference catalog,
+// the HTTP wiring, the process's stdio setup). Every other non-test file is
+// the library, which stands alone: copied into another package with its
+// package clause renamed, it compiles unchanged (README: "Use it as a
+// library").
 package main
 
 import (
