@@ -46,6 +46,11 @@ const (
 // like any other failure.
 var ErrInputRequired = errors.New("input required from the client")
 
+// ErrVersionLacksMethod is wrapped by the error an ask returns, without
+// sending anything, when the request's protocol version does not define the
+// method: elicitation/create before 2025-06-18.
+var ErrVersionLacksMethod = errors.New("the request's protocol version does not define this method")
+
 // Defaults of the asking options.
 const (
 	defaultClientRequestTimeout = 60 * time.Second
@@ -134,6 +139,9 @@ type Root struct {
 // request: to ask again, use another key.
 //
 // Errors:
+//   - the request's protocol version does not define the method
+//     (elicitation before 2025-06-18): an error wrapping
+//     ErrVersionLacksMethod, nothing sent;
 //   - the client did not declare the capability the method needs (sampling,
 //     elicitation or roots; from initialize, or from the 2026 request's
 //     _meta): an *RPCError -32021 with data.requiredCapabilities, nothing
@@ -159,6 +167,9 @@ func (r *HandlerRequest) Ask(ctx context.Context, key, method string, params any
 	}
 	if !r.ask.enabled {
 		return nil, fmt.Errorf("asking the client %s: only tools/call, prompts/get and resources/read handlers may ask", method)
+	}
+	if !dialectOf(r.ProtocolVersion).definesClientRequest(method) {
+		return nil, fmt.Errorf("asking the client %s: %w (the request is served at %s)", method, ErrVersionLacksMethod, r.ProtocolVersion)
 	}
 	encoded, err := encodeAskParams(params)
 	if err != nil {

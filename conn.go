@@ -71,6 +71,7 @@ type connConfig struct {
 	// the client's response to come back (2026-07-28 over HTTP).
 	noClientRequests bool
 	sessionID        string
+	transport        string // Request.Transport of every message
 	// calls carries the Peer calls of running requests and the
 	// application's Notify calls; the owner selects on it and passes each
 	// to onPeerCall. Nil makes one (the stdio transport makes it first, for
@@ -290,7 +291,7 @@ func (c *connection) onMessage(m message) error {
 // as they are now, and tracks it; over capacity it is answered (a request)
 // or dropped (a notification).
 func (c *connection) submit(ex *execution) error {
-	ex.req.Session, ex.req.Header, ex.req.SessionID = c.session, c.header, c.sessionID
+	ex.req.Session, ex.req.Header, ex.req.SessionID, ex.req.Transport = c.session, c.header, c.sessionID, c.transport
 	if ex.header != nil {
 		ex.req.Header = ex.header
 		if v := c.session.ProtocolVersion; v != "" && ex.method != methodInitialize {

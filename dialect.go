@@ -10,12 +10,15 @@ import (
 )
 
 // Protocol versions this package speaks. 2026-07-28 is stateless (every
-// request carries its version in params._meta); the other two negotiate a
-// version once per connection with initialize.
+// request carries its version in params._meta); the others negotiate a
+// version once per connection with initialize. What each one defines, where
+// they differ, is in dialect_versions.go.
 const (
 	ProtocolVersion20260728 = "2026-07-28"
 	ProtocolVersion20251125 = "2025-11-25"
 	ProtocolVersion20250618 = "2025-06-18"
+	ProtocolVersion20250326 = "2025-03-26"
+	ProtocolVersion20241105 = "2024-11-05"
 )
 
 // headerProtocolVersion is the request header, lower case, that carries the
@@ -38,22 +41,19 @@ const (
 const maxProgressTokenBytes = 256
 
 // defaultProtocolVersions is the enabled-version list used when the options
-// name none, in preference order.
+// name none, in preference order: every version this package speaks, newest
+// first. The older ones cost a newer client nothing (initialize answers the
+// version the client proposes), and a client pinned to one of them can
+// connect at all.
 func defaultProtocolVersions() []string {
-	return []string{ProtocolVersion20260728, ProtocolVersion20251125, ProtocolVersion20250618}
+	return []string{ProtocolVersion20260728, ProtocolVersion20251125, ProtocolVersion20250618, ProtocolVersion20250326, ProtocolVersion20241105}
 }
 
-func isKnownProtocolVersion(v string) bool {
-	switch v {
-	case ProtocolVersion20260728, ProtocolVersion20251125, ProtocolVersion20250618:
-		return true
-	}
-	return false
-}
+func isKnownProtocolVersion(v string) bool { return dialectOf(v).known }
 
 // isStatelessVersion reports whether v is served per request from _meta
 // rather than negotiated with initialize.
-func isStatelessVersion(v string) bool { return v == ProtocolVersion20260728 }
+func isStatelessVersion(v string) bool { return dialectOf(v).stateless }
 
 // isLogLevel reports whether s is one of the eight syslog severities MCP uses.
 func isLogLevel(s string) bool { return logLevelName([]byte(s)) != "" }
@@ -104,25 +104,26 @@ func validateVersions(versions []string) error {
 
 func (vs versionSet) enabled(v string) bool { return slices.Contains(vs, v) }
 
-// firstLegacy returns the most preferred enabled initialize-era version, or
-// "" when only stateless versions are enabled.
-func (vs versionSet) firstLegacy() string {
+// firstLegacy returns the most preferred enabled initialize-era version that
+// transport carries (see dialect.carriedBy), or "" when there is none.
+func (vs versionSet) firstLegacy(transport string) string {
 	for _, v := range vs {
-		if !isStatelessVersion(v) {
+		if d := dialectOf(v); !d.stateless && d.carriedBy(transport) {
 			return v
 		}
 	}
 	return ""
 }
 
-// negotiate answers an initialize that proposed version proposed: the
-// proposal when it is an enabled legacy version, otherwise the most preferred
-// enabled legacy version ("" when there is none).
-func (vs versionSet) negotiate(proposed string) string {
-	if vs.enabled(proposed) && !isStatelessVersion(proposed) {
+// negotiate answers an initialize that proposed version proposed and arrived
+// on transport (Request.Transport): the proposal when it is an enabled legacy
+// version that transport carries, otherwise the most preferred such version
+// ("" when there is none), as the lifecycle's version negotiation says.
+func (vs versionSet) negotiate(proposed, transport string) string {
+	if d := dialectOf(proposed); vs.enabled(proposed) && !d.stateless && d.carriedBy(transport) {
 		return proposed
 	}
-	return vs.firstLegacy()
+	return vs.firstLegacy(transport)
 }
 
 // era is how the version of one message is known.
@@ -373,6 +374,10 @@ func decodeVersion(raw []byte) (string, bool) {
 		return ProtocolVersion20251125, true
 	case `"` + ProtocolVersion20250618 + `"`:
 		return ProtocolVersion20250618, true
+	case `"` + ProtocolVersion20250326 + `"`:
+		return ProtocolVersion20250326, true
+	case `"` + ProtocolVersion20241105 + `"`:
+		return ProtocolVersion20241105, true
 	}
 	return decodeString(raw)
 }
@@ -556,18 +561,23 @@ func (rt *Runtime) initialize(c *call) Reply {
 	if rerr != nil {
 		return Reply{Error: rerr}
 	}
-	version := rt.versions.negotiate(proposed)
+	version := rt.versions.negotiate(proposed, c.req.Transport)
 	if version == "" {
+		message := fmt.Sprintf("Unsupported protocol version: this server does not support initialize; it serves %s with per-request params._meta", strings.Join(rt.versions, ", "))
+		if rt.versions.firstLegacy("") != "" {
+			message = "Unsupported protocol version: no initialize-era version this server enables is served over this transport"
+		}
 		return Reply{Error: &RPCError{
 			Code:    CodeInvalidParams,
-			Message: fmt.Sprintf("Unsupported protocol version: this server does not support initialize; it serves %s with per-request params._meta", strings.Join(rt.versions, ", ")),
+			Message: message,
 			Data:    unsupportedVersionData{Supported: rt.ProtocolVersions(), Requested: proposed},
 		}}
 	}
+	d := dialectOf(version)
 	reply := rt.resultReply(c, initializeResult{
 		ProtocolVersion: version,
-		Capabilities:    rt.capabilities(),
-		ServerInfo:      rt.info.forVersion(version),
+		Capabilities:    d.capabilities(rt.capabilities()),
+		ServerInfo:      d.implementation(rt.info),
 		Instructions:    rt.instructions,
 	})
 	if reply.Error == nil {

@@ -7,7 +7,7 @@ import (
 )
 
 const (
-	allVersionsData = `"supported":["2026-07-28","2025-11-25","2025-06-18"]`
+	allVersionsData = `"supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26","2024-11-05"]`
 	badCapsMsg      = `Invalid _meta: "io.modelcontextprotocol/clientCapabilities" must be an object`
 	badInfoMsg      = `Invalid _meta: "io.modelcontextprotocol/clientInfo" must be an object with string name and version`
 	badTokenMsg     = `Invalid _meta: progressToken must be a string of at most 256 bytes or a 64-bit integer`
@@ -291,7 +291,7 @@ func TestDiscover(t *testing.T) {
 	rt := newTestRuntime(t, richServerOptions())
 	mustAddTool(t, rt, Tool{Name: "t"}, echoTool("x"))
 	wantResult(t, dispatch(rt, statelessRequest("server/discover", "")),
-		`{"supportedVersions":["2026-07-28","2025-11-25","2025-06-18"],"capabilities":{"tools":{}},"instructions":"be nice","resultType":"complete","ttlMs":0,"cacheScope":"private","_meta":{"io.modelcontextprotocol/serverInfo":`+richInfoFull+`}}`)
+		`{"supportedVersions":["2026-07-28","2025-11-25","2025-06-18","2025-03-26","2024-11-05"],"capabilities":{"tools":{}},"instructions":"be nice","resultType":"complete","ttlMs":0,"cacheScope":"private","_meta":{"io.modelcontextprotocol/serverInfo":`+richInfoFull+`}}`)
 
 	opts := testOptions()
 	opts.CacheTTLMs = 60000
@@ -300,7 +300,7 @@ func TestDiscover(t *testing.T) {
 	rt = newTestRuntime(t, opts)
 	mustAddTool(t, rt, Tool{Name: "t"}, echoTool("x"))
 	wantResult(t, dispatch(rt, statelessRequest("server/discover", "")),
-		`{"supportedVersions":["2026-07-28","2025-11-25","2025-06-18"],"capabilities":{"tools":{"listChanged":true}},"resultType":"complete","ttlMs":60000,"cacheScope":"public",`+serverMeta+`}`)
+		`{"supportedVersions":["2026-07-28","2025-11-25","2025-06-18","2025-03-26","2024-11-05"],"capabilities":{"tools":{"listChanged":true}},"resultType":"complete","ttlMs":60000,"cacheScope":"public",`+serverMeta+`}`)
 	wantResult(t, dispatch(rt, statelessRequest("tools/list", "")),
 		`{"tools":[{"name":"t","inputSchema":{"type":"object"}}],"resultType":"complete","ttlMs":60000,"cacheScope":"public",`+serverMeta+`}`)
 	wantError(t, dispatch(rt, legacyRequest(ProtocolVersion20251125, "server/discover", "")), CodeMethodNotFound, "Method not found: server/discover", "")

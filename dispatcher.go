@@ -61,6 +61,11 @@ type Request struct {
 	// no session. State a server keeps for a client (tasks, say) can be
 	// scoped by it.
 	SessionID string
+	// Transport is TransportStreamableHTTP for a message that arrived over
+	// Streamable HTTP; "" for stdio and for a Request built by anyone else.
+	// initialize negotiates only a version the transport carries
+	// (2024-11-05 predates Streamable HTTP).
+	Transport string
 	// Peer reaches the client while the request runs; nil where there is no
 	// client (a Dispatch called directly, or a notification).
 	Peer Peer

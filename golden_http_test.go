@@ -76,7 +76,7 @@ func runGoldenHTTP(t *testing.T, inPath, outPath string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := NewHTTPHandler(newGoldenRuntime(t), HTTPOptions{Logger: quietLogger()})
+	h, err := NewHTTPHandler(newGoldenRuntime(t, registerReferenceCatalog), HTTPOptions{Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

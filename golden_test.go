@@ -35,7 +35,8 @@ const goldenCursorKey = "golden-transcripts-cursor-key-32"
 // reference server (runtime options as main.go sets them, and the reference
 // catalog), except that its server info fills every optional field (so the
 // per-version filtering of Implementation shows), it has instructions, page
-// size 4 and a fixed cursor key.
+// size 4 and a fixed cursor key. A transcript named shapes_* is served the
+// shapes catalog (golden_shapes_test.go) instead of the reference catalog.
 func TestGoldenTranscripts(t *testing.T) {
 	inputs, err := filepath.Glob(filepath.Join("testdata", "golden", "*.jsonl"))
 	if err != nil {
@@ -60,7 +61,11 @@ func runGolden(t *testing.T, inPath, outPath string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt := newGoldenRuntime(t)
+	register := registerReferenceCatalog
+	if strings.HasPrefix(filepath.Base(inPath), "shapes_") {
+		register = registerShapesCatalog
+	}
+	rt := newGoldenRuntime(t, register)
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	done := make(chan error, 1)
@@ -114,11 +119,13 @@ func runGolden(t *testing.T, inPath, outPath string) {
 }
 
 // newGoldenRuntime is the server of the golden transcripts: the reference
-// server (runtime options as main.go sets them, and the reference catalog),
+// server (runtime options as main.go sets them, and the catalog register
+// builds: the reference catalog, or for shapes_ transcripts the one that
+// sets every field some protocol version leaves out),
 // except that its server info fills every optional field (so the
 // per-version filtering of Implementation shows), it has instructions, page
 // size 4 and a fixed cursor key.
-func newGoldenRuntime(t *testing.T) *Runtime {
+func newGoldenRuntime(t *testing.T, register func(*Runtime) error) *Runtime {
 	t.Helper()
 	rt, err := NewRuntime(RuntimeOptions{
 		ServerInfo: Implementation{
@@ -139,7 +146,7 @@ func newGoldenRuntime(t *testing.T) *Runtime {
 		t.Fatal(err)
 	}
 	rt.cursors = cursorCodec{key: []byte(goldenCursorKey)}
-	if err := registerReferenceCatalog(rt); err != nil {
+	if err := register(rt); err != nil {
 		t.Fatal(err)
 	}
 	return rt

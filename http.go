@@ -182,8 +182,9 @@ func (o *HTTPOptions) normalize() error {
 
 // HTTPHandler serves one MCP server over Streamable HTTP. Construct it with
 // NewHTTPHandler and mount it (it answers its Path only); it is safe for
-// concurrent use, as http.Handler requires. Call CloseStreams and then Close
-// when the server shuts down.
+// concurrent use, as http.Handler requires. When the server shuts down, call
+// Shutdown (with ConnState installed on the http.Server), or CloseStreams,
+// http.Server.Shutdown and Close in that order.
 //
 // Each initialize-era session is a connection owned by a goroutine of its
 // own (http_session.go); each 2026-07-28 POST is a connection owned by the
@@ -204,6 +205,8 @@ type HTTPHandler struct {
 	quit      chan struct{} // closed by CloseStreams: long-lived streams end
 	quitOnce  sync.Once
 	closeOnce sync.Once
+
+	drain drainState // connections and messages in flight, for Shutdown (http_drain.go)
 }
 
 // NewHTTPHandler validates opts and returns a handler that serves d. An
@@ -446,6 +449,8 @@ func (h *HTTPHandler) servePost(w http.ResponseWriter, r *http.Request) {
 	}
 	msg := newPostedMessage(env)
 	msg.size = len(body)
+	h.drain.beginExchange() // until it is answered: Shutdown waits for it
+	defer h.drain.endExchange()
 	if msg.stateless(r) {
 		h.serveStateless(w, r, msg)
 		return

@@ -146,13 +146,16 @@ func (s *httpSession) serveWriter(w *streamWriter, sse *sseWriter, ctx context.C
 	if x == nil {
 		quit = s.h.quit
 	}
+	write := func(b streamBatch) bool {
+		if x != nil && !(b.plain && x.msg.method == methodInitialize && frameErrorCode(b.body) != 0) {
+			sse.w.Header().Set(headerSessionID, s.id)
+		}
+		return sse.writeBatch(b)
+	}
 	for {
 		select {
 		case b := <-w.batches:
-			if x != nil && !(b.plain && x.msg.method == methodInitialize && frameErrorCode(b.body) != 0) {
-				sse.w.Header().Set(headerSessionID, s.id)
-			}
-			ok := sse.writeBatch(b)
+			ok := write(b)
 			s.control(writerReport{w: w, x: x, batch: b, ok: ok})
 			if b.final || !ok {
 				return
@@ -169,8 +172,13 @@ func (s *httpSession) serveWriter(w *streamWriter, sse *sseWriter, ctx context.C
 			s.control(writerGone{w: w, x: x})
 			return
 		case <-s.done:
-			if x != nil && !sse.started && !sse.failed {
-				sse.start() // the session ended before the answer: a stream with none
+			select {
+			case b := <-w.batches: // handed just before the session ended
+				write(b)
+			default:
+				if x != nil && !sse.started && !sse.failed {
+					sse.start() // the session ended before the answer: a stream with none
+				}
 			}
 			return
 		}

@@ -99,6 +99,7 @@ func (h *HTTPHandler) startSession(x *httpExchange) *httpSession {
 		sub:              h.executor.NewSubmitter(),
 		log:              h.opts.Logger,
 		requestTimeout:   h.opts.RequestTimeout,
+		transport:        TransportStreamableHTTP,
 		maxSubscriptions: h.opts.MaxSubscriptions,
 		sessionID:        s.id,
 	})

@@ -50,6 +50,7 @@ func (h *HTTPHandler) serveStateless(w http.ResponseWriter, r *http.Request, msg
 		log:              h.opts.Logger,
 		values:           r.Context(),
 		requestTimeout:   h.opts.RequestTimeout,
+		transport:        TransportStreamableHTTP,
 		maxSubscriptions: h.opts.MaxSubscriptions,
 		listenQuota:      h.listens.forClient(r),
 		noClientRequests: true,

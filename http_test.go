@@ -351,6 +351,9 @@ func (s *httpTestServer) legacySession(version, capabilities string) map[string]
 		}
 	}
 	h := map[string]string{headerSessionID: id, "MCP-Protocol-Version": version}
+	if version == ProtocolVersion20250326 {
+		delete(h, "MCP-Protocol-Version") // that header came in 2025-06-18
+	}
 	resp = s.post(h, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	if body := readBody(s.t, resp); resp.StatusCode != http.StatusAccepted || body != "" {
 		s.t.Fatalf("notifications/initialized: status %d, body %q; want 202 and no body", resp.StatusCode, body)
@@ -359,7 +362,7 @@ func (s *httpTestServer) legacySession(version, capabilities string) map[string]
 }
 
 func TestHTTPLegacySessionLifecycle(t *testing.T) {
-	for _, version := range []string{ProtocolVersion20251125, ProtocolVersion20250618} {
+	for _, version := range []string{ProtocolVersion20251125, ProtocolVersion20250618, ProtocolVersion20250326} {
 		t.Run(version, func(t *testing.T) {
 			s := newHTTPTestServer(t, nil, HTTPOptions{})
 			h := s.legacySession(version, `{}`)

@@ -1,7 +1,14 @@
-// Command mcpstdio serves a reference MCP server on standard input and output.
+// Command mcpstdio serves a reference MCP server on standard input and
+// output, or with -http over Streamable HTTP: every protocol version from
+// 2024-11-05 to 2026-07-28, and a catalog of tools, resources and prompts
+// (echo, sleep, and the fixtures of the official conformance suite). Run it
+// with -h for its flags.
 //
-// Every other file of this package stands alone and can be copied into another
-// package; only this one assumes package main.
+// The command is this file and the main_*.go files (the reference catalog,
+// the HTTP wiring, the process's stdio setup). Every other non-test file is
+// the library, which stands alone: copied into another package with its
+// package clause renamed, it compiles unchanged (README: "Use it as a
+// library").
 package main
 
 import (
@@ -63,8 +70,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&stateKeyFile, "state-key-file", "", "`FILE` holding the secret that signs pagination cursors and requestStates, so that replicas given the same file accept each other's "+
 		"(at least 32 bytes once trailing whitespace is trimmed; a file of random bytes works, e.g. head -c 32 /dev/urandom | base64 > key); default: a random key per process")
 	fs.IntVar(&c.pageSize, "page-size", defaultPageSize, "items per page of tools/list, prompts/list, resources/list and resources/templates/list")
-	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the session to this file")
-	fs.StringVar(&c.memProfile, "memprofile", "", "write a heap profile to this file at the end of the session")
+	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the session (stdio or -http) to this file")
+	fs.StringVar(&c.memProfile, "memprofile", "", "write a heap profile to this file at the end of the session (stdio or -http)")
 	fs.StringVar(&c.httpAddr, "http", "", "serve Streamable HTTP on this address (e.g. :8080, which binds 127.0.0.1) instead of stdio")
 	fs.StringVar(&c.httpAddrFile, "http-addr-file", "", "with -http, write the bound host:port to this file once listening")
 	fs.StringVar(&hosts, "http-allowed-hosts", "", "with -http, comma-separated Host header values accepted besides loopback names and the -http host")
@@ -174,6 +181,12 @@ func run(args []string, stdin, stdout, stderr *os.File) int {
 		logger.Error("mcpstdio: building the catalog failed", "err", err)
 		return 1
 	}
+	stopProfile, err := startProfiles(c)
+	if err != nil {
+		logger.Error("mcpstdio: profiling", "err", err)
+		return 1
+	}
+	defer stopProfile()
 	if c.httpAddr != "" {
 		return serveHTTP(c, rt, logger, stderr)
 	}
@@ -212,12 +225,6 @@ func run(args []string, stdin, stdout, stderr *os.File) int {
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(memoryLimit(c))
 	}
-	stopProfile, err := startProfiles(c)
-	if err != nil {
-		logger.Error("mcpstdio: profiling", "err", err)
-		return 1
-	}
-	defer stopProfile()
 	if fi, err := stdin.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
 		fmt.Fprintln(stderr, "mcpstdio: serving MCP as newline-delimited JSON-RPC on stdin/stdout; type a request, or press Ctrl-D to end")
 	}

@@ -17,10 +17,12 @@ import (
 )
 
 // serveHTTP is the command with -http: it serves rt over Streamable HTTP on
-// c.httpAddr until SIGINT or SIGTERM, then drains: no new connections, open
-// streams end, requests in flight finish (within the request timeout). It
-// returns the exit status: 0 after the drain, 1 when serving failed, 2 for
-// a bad address.
+// c.httpAddr until SIGINT or SIGTERM, then drains (HTTPHandler.Shutdown): no
+// new connections, connections that never carried a request closed at once,
+// open streams end, requests in flight finish (within the request timeout),
+// and WriteTimeout plus a second after the last one is answered whatever
+// clients are still connected are cut. It returns the exit status: 0 after
+// the drain, 1 when serving failed, 2 for a bad address.
 func serveHTTP(c config, rt *Runtime, logger *slog.Logger, stderr io.Writer) int {
 	if c.notifyEvery > 0 || len(c.notificationMethods) > 0 {
 		fmt.Fprintln(stderr, "mcpstdio: -notification-methods and -notify-every apply to stdio only, not with -http")
@@ -80,6 +82,7 @@ func serveHTTP(c config, rt *Runtime, logger *slog.Logger, stderr io.Writer) int
 		MaxHeaderBytes:    http.DefaultMaxHeaderBytes, // 1 MiB: room for Mcp-Param headers, 431 beyond
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		ConnState:         h.ConnState,
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -94,18 +97,17 @@ func serveHTTP(c config, rt *Runtime, logger *slog.Logger, stderr io.Writer) int
 	case <-ctx.Done():
 	}
 	logger.Info("mcpstdio: stopping: draining requests in flight")
-	h.CloseStreams()
+	// The requests in flight have their deadlines; this bounds the drain
+	// also when they have none, or wait in the queue.
 	drain := c.requestTimeout
 	if drain <= 0 {
 		drain = defaultJobTimeout
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), drain+time.Second)
+	sctx, cancel := context.WithTimeout(context.Background(), drain+c.writeTimeout+time.Second)
 	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
+	if err := h.Shutdown(sctx, srv); err != nil {
 		logger.Warn("mcpstdio: drain cut short", "err", err)
-		srv.Close()
 	}
-	h.Close()
 	return 0
 }
 

@@ -63,6 +63,7 @@ type httpServerProcess struct {
 	*serverProcess
 	base       string        // scheme://host:port it announced
 	stderrDone chan struct{} // closed once stderr reached EOF
+	lines      chan string   // the lines of stderr after the announcement, closed at EOF
 }
 
 // startHTTPServer starts the command with -http 127.0.0.1:0 and args, and
@@ -77,6 +78,7 @@ func startHTTPServer(t *testing.T, args ...string) *httpServerProcess {
 	p := &httpServerProcess{
 		serverProcess: &serverProcess{t: t, cmd: cmd, stderr: &strings.Builder{}, errMu: &sync.Mutex{}},
 		stderrDone:    make(chan struct{}),
+		lines:         make(chan string, 256),
 	}
 	startCommand(t, cmd)
 	log := lockedWriter{p.errMu, p.stderr}
@@ -92,11 +94,29 @@ func startHTTPServer(t *testing.T, args ...string) *httpServerProcess {
 	}
 	go func() {
 		defer close(p.stderrDone)
+		defer close(p.lines)
 		for lines.Scan() {
 			log.Write([]byte(lines.Text() + "\n"))
+			select {
+			case p.lines <- lines.Text():
+			default: // nobody waits for it
+			}
 		}
 	}()
 	return p
+}
+
+// waitStderr returns the first line of stderr, from now on, that contains
+// substr; it fails the test when stderr ends first.
+func (p *httpServerProcess) waitStderr(substr string) string {
+	p.t.Helper()
+	for line := range p.lines {
+		if strings.Contains(line, substr) {
+			return line
+		}
+	}
+	p.t.Fatalf("stderr ended without a line containing %q:\n%s", substr, p.stderrText())
+	return ""
 }
 
 // stop sends SIGTERM and returns the exit status once the process drained.

@@ -228,7 +228,7 @@ func TestBinarySessionOverPipes(t *testing.T) {
 func TestBinaryDiscoverThenInitialize(t *testing.T) {
 	p := startServer(t)
 	disc := resultOf(t, p.call(`{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{`+binMeta2026+`}}`))
-	if vs := disc["supportedVersions"].([]any); len(vs) != 3 || vs[0] != "2026-07-28" {
+	if vs := disc["supportedVersions"].([]any); len(vs) != 5 || vs[0] != "2026-07-28" {
 		t.Fatalf("supportedVersions %v", vs)
 	}
 	if v := resultOf(t, p.call(strings.Replace(initLine, `"id":1`, `"id":2`, 1)))["protocolVersion"]; v != "2025-11-25" {

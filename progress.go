@@ -42,7 +42,8 @@ type progressParams struct {
 // ReportProgress sends notifications/progress for the request when the
 // client asked for it with _meta.progressToken; otherwise it does nothing and
 // returns nil. Values must increase strictly from one report to the next, a
-// request sends at most 1000 reports, and a message is at most 4096 bytes.
+// request sends at most 1000 reports, and a message is at most 4096 bytes
+// (sent from protocol version 2025-03-26 on; 2024-11-05 has no message).
 // It returns after the line is written (backpressure), fails with
 // ErrProgressOutstanding while another report of the request is being
 // written, and fails once the request has been answered or cancelled.
@@ -64,6 +65,9 @@ func (r *HandlerRequest) ReportProgress(ctx context.Context, p Progress) error {
 		return fmt.Errorf("mcpstdio: progress %v does not increase on %v", p.Progress, r.progress.last)
 	case r.peer == nil:
 		return ErrNoClient
+	}
+	if d := dialectOf(r.ProtocolVersion); d.known && !d.progressMessage {
+		p.Message = ""
 	}
 	params, err := marshalJSON(progressParams{ProgressToken: r.progressToken, Progress: p.Progress, Total: p.Total, Message: p.Message})
 	if err != nil {

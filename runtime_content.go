@@ -10,19 +10,11 @@ type Implementation struct {
 	Name    string `json:"name"`
 	Title   string `json:"title,omitempty"`
 	Version string `json:"version"`
-	// Description, WebsiteURL and Icons are sent from 2025-11-25 on; a
-	// 2025-06-18 answer omits them.
+	// Title is sent from 2025-06-18 on; Description, WebsiteURL and Icons
+	// from 2025-11-25 on. An answer in an older version omits them.
 	Description string `json:"description,omitempty"`
 	WebsiteURL  string `json:"websiteUrl,omitempty"`
 	Icons       []Icon `json:"icons,omitempty"`
-}
-
-// forVersion returns the fields of i that protocol version v defines.
-func (i Implementation) forVersion(v string) Implementation {
-	if v == ProtocolVersion20250618 {
-		i.Description, i.WebsiteURL, i.Icons = "", "", nil
-	}
-	return i
 }
 
 // Icon is an image a client may show for a server, tool, resource or prompt.
@@ -53,7 +45,10 @@ const (
 // with TextContent, ImageContent, AudioContent, ResourceLinkContent or
 // EmbeddedResourceContent, then set Annotations or Meta if needed. Only the
 // fields of its Type are sent; an unknown Type fails to marshal, which the
-// runtime answers -32603 "Internal error".
+// runtime answers -32603 "Internal error". A client of a version without
+// the block's type gets a text block in its place (a resource link before
+// 2025-06-18, audio before 2025-03-26: see dialect.content), and Meta only
+// from 2025-06-18 on.
 type Content struct {
 	Type     string
 	Text     string            // text

@@ -16,8 +16,11 @@ type Prompt struct {
 	Title       string           `json:"title,omitempty"`
 	Description string           `json:"description,omitempty"`
 	Arguments   []PromptArgument `json:"arguments,omitempty"`
-	Icons       []Icon           `json:"icons,omitempty"` // not sent to 2025-06-18 clients
+	Icons       []Icon           `json:"icons,omitempty"`
 	Meta        json.RawMessage  `json:"_meta,omitempty"` // a JSON object, or nil
+	// A client of an older protocol version is sent only the fields its
+	// version defines (dialect.prompt): no Icons before 2025-11-25; no Title
+	// (of the prompt and its arguments) or Meta before 2025-06-18.
 }
 
 // PromptArgument describes one (string) argument of a prompt.
@@ -108,12 +111,9 @@ type listPromptsResult struct {
 }
 
 func (rt *Runtime) listPrompts(c *call) Reply {
+	d := dialectOf(c.version)
 	prompts, next, rerr := listPage(rt, c, &rt.cat.prompts, listPrompts, true, func(e *promptEntry) Prompt {
-		p := e.prompt
-		if c.version == ProtocolVersion20250618 {
-			p.Icons = nil
-		}
-		return p
+		return d.prompt(e.prompt)
 	})
 	if rerr != nil {
 		return Reply{Error: rerr}
@@ -182,7 +182,7 @@ func (rt *Runtime) getPrompt(ctx context.Context, c *call) Reply {
 	if res == nil {
 		res = &PromptResult{}
 	}
-	messages := res.Messages
+	messages := dialectOf(c.version).promptMessages(res.Messages)
 	if messages == nil {
 		messages = []PromptMessage{}
 	}

@@ -24,9 +24,12 @@ type Resource struct {
 	Description string          `json:"description,omitempty"`
 	MIMEType    string          `json:"mimeType,omitempty"`
 	Annotations *Annotations    `json:"annotations,omitempty"`
-	Size        int64           `json:"size,omitempty"`  // bytes; 0 = unknown
-	Icons       []Icon          `json:"icons,omitempty"` // not sent to 2025-06-18 clients in lists
+	Size        int64           `json:"size,omitempty"` // bytes; 0 = unknown
+	Icons       []Icon          `json:"icons,omitempty"`
 	Meta        json.RawMessage `json:"_meta,omitempty"` // a JSON object, or nil
+	// A client of an older protocol version is sent only the fields its
+	// version defines (dialect.resource): no Icons before 2025-11-25; no
+	// Title, Meta or Annotations.LastModified before 2025-06-18.
 }
 
 // ResourceTemplate describes a family of resources by an RFC 6570 level-1
@@ -38,8 +41,9 @@ type ResourceTemplate struct {
 	Description string          `json:"description,omitempty"`
 	MIMEType    string          `json:"mimeType,omitempty"`
 	Annotations *Annotations    `json:"annotations,omitempty"`
-	Icons       []Icon          `json:"icons,omitempty"` // not sent to 2025-06-18 clients
+	Icons       []Icon          `json:"icons,omitempty"`
 	Meta        json.RawMessage `json:"_meta,omitempty"` // a JSON object, or nil
+	// Shaped for older versions as Resource is (dialect.template).
 }
 
 // ResourceResult is the answer to resources/read.
@@ -195,12 +199,9 @@ func (rt *Runtime) listResources(c *call) Reply {
 	if !rt.servesResources() {
 		return Reply{Error: methodNotFound(c.req.Method)}
 	}
+	d := dialectOf(c.version)
 	resources, next, rerr := listPage(rt, c, &rt.cat.resources, listResources, false, func(e *resourceEntry) Resource {
-		r := e.resource
-		if c.version == ProtocolVersion20250618 {
-			r.Icons = nil
-		}
-		return r
+		return d.resource(e.resource)
 	})
 	if rerr != nil {
 		return Reply{Error: rerr}
@@ -214,12 +215,9 @@ func (rt *Runtime) listResourceTemplates(c *call) Reply {
 	if !rt.servesResources() {
 		return Reply{Error: methodNotFound(c.req.Method)}
 	}
+	d := dialectOf(c.version)
 	templates, next, rerr := listPage(rt, c, &rt.cat.templates, listResourceTemplates, false, func(e *templateEntry) ResourceTemplate {
-		t := e.template
-		if c.version == ProtocolVersion20250618 {
-			t.Icons = nil
-		}
-		return t
+		return d.template(e.template)
 	})
 	if rerr != nil {
 		return Reply{Error: rerr}
@@ -264,12 +262,13 @@ func (rt *Runtime) readResource(ctx context.Context, c *call) Reply {
 	if res == nil {
 		res = &ResourceResult{}
 	}
+	d := dialectOf(c.version)
 	contents := make([]ResourceContents, len(res.Contents))
 	for i, rc := range res.Contents {
 		if rc.URI == "" {
 			rc.URI = uri
 		}
-		contents[i] = rc
+		contents[i] = d.resourceContents(rc)
 	}
 	return rt.envelopeReply(c, true, res.Meta, func(env resultEnvelope) any {
 		return readResourceResult{Contents: contents, resultEnvelope: env}

@@ -143,7 +143,7 @@ func TestNewRuntimeOptions(t *testing.T) {
 		{"no name", func(o *RuntimeOptions) { o.ServerInfo.Name = "" }, "runtime options: ServerInfo.Name is required"},
 		{"no version", func(o *RuntimeOptions) { o.ServerInfo.Version = "" }, "runtime options: ServerInfo.Version is required"},
 		{"empty version list", func(o *RuntimeOptions) { o.ProtocolVersions = []string{} }, "runtime options: ProtocolVersions: no protocol versions enabled"},
-		{"unknown version", func(o *RuntimeOptions) { o.ProtocolVersions = []string{"2024-11-05"} }, `runtime options: ProtocolVersions: unknown protocol version "2024-11-05" (known: 2026-07-28, 2025-11-25, 2025-06-18)`},
+		{"unknown version", func(o *RuntimeOptions) { o.ProtocolVersions = []string{"2024-10-07"} }, `runtime options: ProtocolVersions: unknown protocol version "2024-10-07" (known: 2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05)`},
 		{"repeated version", func(o *RuntimeOptions) {
 			o.ProtocolVersions = []string{ProtocolVersion20250618, ProtocolVersion20250618}
 		}, `runtime options: ProtocolVersions: protocol version "2025-06-18" listed twice`},
@@ -178,7 +178,7 @@ func TestNewRuntimeOptions(t *testing.T) {
 
 func TestNewRuntimeDefaults(t *testing.T) {
 	rt := newTestRuntime(t, testOptions())
-	if got := strings.Join(rt.ProtocolVersions(), ","); got != "2026-07-28,2025-11-25,2025-06-18" {
+	if got := strings.Join(rt.ProtocolVersions(), ","); got != "2026-07-28,2025-11-25,2025-06-18,2025-03-26,2024-11-05" {
 		t.Errorf("ProtocolVersions = %s", got)
 	}
 	if rt.pageSize != 100 || rt.ttlMs != 0 || rt.cacheScope != CacheScopePrivate {

@@ -23,8 +23,12 @@ type Tool struct {
 	// OutputSchema, when set, is a JSON Schema object sent verbatim.
 	OutputSchema json.RawMessage  `json:"outputSchema,omitempty"`
 	Annotations  *ToolAnnotations `json:"annotations,omitempty"`
-	Icons        []Icon           `json:"icons,omitempty"` // not sent to 2025-06-18 clients
+	Icons        []Icon           `json:"icons,omitempty"`
 	Meta         json.RawMessage  `json:"_meta,omitempty"` // a JSON object, or nil
+	// A client of an older protocol version is sent only the fields its
+	// version defines (dialect.tool): no Icons before 2025-11-25; no Title,
+	// OutputSchema or Meta before 2025-06-18; no Annotations before
+	// 2025-03-26.
 }
 
 // ToolAnnotations are hints about a tool's behaviour.
@@ -132,17 +136,6 @@ func newToolEntry(tool Tool, handler ToolHandler) (*toolEntry, error) {
 // isJSONObjectText reports whether raw is valid JSON text holding an object.
 func isJSONObjectText(raw json.RawMessage) bool { return json.Valid(raw) && isJSONObject(raw) }
 
-// forVersion returns the fields of t that protocol version v defines.
-func (t Tool) forVersion(v string) Tool {
-	if v == ProtocolVersion20250618 {
-		t.Icons = nil
-	}
-	if !supportsStructuredContent(v) {
-		t.OutputSchema = nil
-	}
-	return t
-}
-
 type listToolsResult struct {
 	Tools      []Tool `json:"tools"`
 	NextCursor string `json:"nextCursor,omitempty"`
@@ -150,8 +143,9 @@ type listToolsResult struct {
 }
 
 func (rt *Runtime) listTools(c *call) Reply {
+	d := dialectOf(c.version)
 	tools, next, rerr := listPage(rt, c, &rt.cat.tools, listTools, true, func(e *toolEntry) Tool {
-		return e.tool.forVersion(c.version)
+		return d.tool(e.tool)
 	})
 	if rerr != nil {
 		return Reply{Error: rerr}
@@ -239,12 +233,17 @@ func (rt *Runtime) toolResultReply(c *call, res *ToolResult) Reply {
 		}
 		return framedResult(frame, start)
 	}
-	content := res.Content
+	d := dialectOf(c.version)
+	content := d.contents(res.Content)
 	if content == nil {
 		content = []Content{}
 	}
+	structured := res.StructuredContent
+	if !d.structuredContent {
+		structured = nil
+	}
 	return rt.envelopeReply(c, false, res.Meta, func(env resultEnvelope) any {
-		return callToolResult{Content: content, StructuredContent: res.StructuredContent, IsError: res.IsError, resultEnvelope: env}
+		return callToolResult{Content: content, StructuredContent: structured, IsError: res.IsError, resultEnvelope: env}
 	})
 }
 
@@ -331,8 +330,10 @@ func (rt *Runtime) appendPlainToolResult(dst []byte, c *call, res *ToolResult) (
 // plainToolResultSize reports whether res has the common shape
 // appendPlainToolResult writes directly: content blocks that are all plain
 // text (no annotations, no _meta), no structuredContent other than a typed
-// tool's, and no handler _meta. If so it returns how many bytes the encoding
-// takes at most when each block's text needs no more than a few escapes.
+// tool's (which has none in a version without structuredContent, see
+// typedTool.result), and no handler _meta. If so it returns how many bytes
+// the encoding takes at most when each block's text needs no more than a few
+// escapes.
 func (rt *Runtime) plainToolResultSize(c *call, res *ToolResult) (int, bool) {
 	if res.Meta != nil {
 		return 0, false

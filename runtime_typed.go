@@ -144,16 +144,11 @@ func (t *typedTool) result(req *HandlerRequest, res *typedResult, out reflect.Va
 		res.block[0] = TextContent(string(encoded))
 	}
 	res.result.Content = res.block[:]
-	if supportsStructuredContent(req.ProtocolVersion) {
+	if dialectOf(req.ProtocolVersion).structuredContent {
 		res.result.StructuredContent = &res.structured
 	}
 	return &res.result, nil
 }
-
-// supportsStructuredContent reports whether protocol version v has
-// structuredContent and outputSchema: 2025-06-18 introduced them, so every
-// version the runtime serves does.
-func supportsStructuredContent(v string) bool { return v >= ProtocolVersion20250618 }
 
 // structuredOutput is a typed tool's structured content: a value encoded
 // (straight into the response frame, see appendPlainToolResult) by its plan,

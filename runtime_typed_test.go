@@ -358,13 +358,3 @@ func TestTypedEncodingMatchesMarshalJSON(t *testing.T) {
 		}
 	}
 }
-
-// TestStructuredContentVersions checks which protocol versions carry
-// structuredContent.
-func TestStructuredContentVersions(t *testing.T) {
-	for v, want := range map[string]bool{ProtocolVersion20250618: true, ProtocolVersion20251125: true, ProtocolVersion20260728: true, "2025-03-26": false} {
-		if got := supportsStructuredContent(v); got != want {
-			t.Errorf("supportsStructuredContent(%s) = %v", v, got)
-		}
-	}
-}
