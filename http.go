@@ -126,6 +126,10 @@ type HTTPOptions struct {
 
 	// Logger receives diagnostics (default slog.Default()).
 	Logger *slog.Logger
+
+	// Auth, when set, makes the endpoint an OAuth 2.1 resource server
+	// (auth.go): every request needs a valid bearer token.
+	Auth *AuthOptions
 }
 
 func (o *HTTPOptions) normalize() error {
@@ -188,6 +192,7 @@ type HTTPHandler struct {
 	dispatcher Dispatcher
 	executor   *Executor
 	ownsExec   bool
+	auth       *authGate // nil without HTTPOptions.Auth
 
 	sessions  sessionTable
 	replay    replayBudget // of the sessions' SSE events
@@ -214,6 +219,13 @@ func NewHTTPHandler(d Dispatcher, opts HTTPOptions) (*HTTPHandler, error) {
 		executor:   opts.Executor,
 		stopWatch:  func() {},
 		quit:       make(chan struct{}),
+	}
+	if opts.Auth != nil {
+		gate, err := newAuthGate(opts.Auth)
+		if err != nil {
+			return nil, err
+		}
+		h.auth = gate
 	}
 	h.sessions.init(opts.MaxSessions, opts.SessionIdleTimeout)
 	h.replay.perSession, h.replay.total = int64(opts.MaxSessionReplayBytes), int64(opts.MaxReplayBytes)
@@ -263,6 +275,11 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if origin := r.Header.Get("Origin"); origin != "" && !h.allowedOrigin(origin) {
 		httpError(w, http.StatusForbidden, "Forbidden: Origin header is not allowed")
 		return
+	}
+	if h.auth != nil {
+		if r = h.auth.admit(w, r, h.opts.Path); r == nil {
+			return
+		}
 	}
 	if r.URL.Path != h.opts.Path {
 		http.NotFound(w, r)
@@ -431,6 +448,9 @@ func (h *HTTPHandler) servePost(w http.ResponseWriter, r *http.Request) {
 	}
 	msg := newPostedMessage(env)
 	msg.size = len(body)
+	if h.auth != nil && !h.auth.allowMessage(w, r, msg) {
+		return
+	}
 	if msg.stateless(r) {
 		h.serveStateless(w, r, msg)
 		return

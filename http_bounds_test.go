@@ -118,7 +118,7 @@ func TestReplayBudgetPerSessionDropsEndedStreamsThenOldestEvents(t *testing.T) {
 	}
 
 	// Ending the session frees everything.
-	h.sessions.remove(s.id)
+	h.sessions.remove(s.id, s.owner)
 	if got := h.replay.used.Load(); got != 0 {
 		t.Fatalf("after the session ended the handler counts %d bytes", got)
 	}

@@ -33,6 +33,7 @@ type replayBudget struct {
 // use: every field after id is guarded by mu.
 type httpSession struct {
 	id     string        // read-only
+	owner  string        // principalBinding of its creator; read-only once registered
 	ended  chan struct{} // closed when the session ends (DELETE, expiry, Close)
 	budget *replayBudget // read-only
 	// retained is the bytes of the events the session's streams keep,
@@ -403,11 +404,16 @@ func (t *sessionTable) add(s *httpSession) bool {
 	return true
 }
 
-// remove ends the session id; it reports whether it was live.
-func (t *sessionTable) remove(id string) bool {
+// remove ends the session id if owner owns it; it reports whether it was
+// live and owned.
+func (t *sessionTable) remove(id, owner string) bool {
 	t.mu.Lock()
 	s := t.byID[id]
-	delete(t.byID, id)
+	if s != nil && s.owner != owner {
+		s = nil
+	} else {
+		delete(t.byID, id)
+	}
 	t.mu.Unlock()
 	if s != nil {
 		s.finish()
@@ -458,7 +464,7 @@ func (t *sessionTable) closeAll() {
 // sessionFor returns the session a POST or GET names, begun (see
 // sessionTable.begin: the caller calls its end), answering the request
 // itself when there is none: 400 without Mcp-Session-Id, 404 for an unknown
-// or ended session.
+// or ended session, or one another principal created.
 func (h *HTTPHandler) sessionFor(w http.ResponseWriter, r *http.Request) *httpSession {
 	id := r.Header.Get(headerSessionID)
 	if id == "" {
@@ -466,6 +472,10 @@ func (h *HTTPHandler) sessionFor(w http.ResponseWriter, r *http.Request) *httpSe
 		return nil
 	}
 	s := h.sessions.begin(id)
+	if s != nil && s.owner != principalBinding(PrincipalFromContext(r.Context())) {
+		s.end()
+		s = nil
+	}
 	if s == nil {
 		httpError(w, http.StatusNotFound, "Session not found")
 		return nil
@@ -529,6 +539,7 @@ func (h *HTTPHandler) serveSessionPost(w http.ResponseWriter, r *http.Request, m
 // creates the session its response names.
 func (h *HTTPHandler) serveInitialize(w http.ResponseWriter, r *http.Request, msg *postedMessage) {
 	s := newHTTPSession(newSessionID(), &h.replay)
+	s.owner = principalBinding(PrincipalFromContext(r.Context()))
 	x := h.newExchange(s, msg)
 	x.req.SessionID = s.id
 	x.req.Header = requestHeader(r)
@@ -637,7 +648,7 @@ func (h *HTTPHandler) serveDelete(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusMethodNotAllowed, "Method Not Allowed: DELETE needs an Mcp-Session-Id (2026-07-28 has no sessions)")
 		return
 	}
-	if !h.sessions.remove(id) {
+	if !h.sessions.remove(id, principalBinding(PrincipalFromContext(r.Context()))) {
 		httpError(w, http.StatusNotFound, "Session not found")
 		return
 	}
