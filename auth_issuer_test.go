@@ -121,9 +121,7 @@ func (k *testKey) sign(t *testing.T, alg string, header, claims map[string]any) 
 	case "HS256":
 		// The classic confusion: the public key used as an HMAC secret.
 		pub, _ := x509.MarshalPKIXPublicKey(k.priv.Public())
-		mac := hmac.New(sha256.New, pub)
-		mac.Write([]byte(input))
-		sig = mac.Sum(nil)
+		sig = hmacSHA256(pub, []byte(input))
 	case "none":
 	default:
 		t.Fatalf("cannot sign %s", alg)
@@ -252,4 +250,11 @@ func newLoopbackServer(t *testing.T, h http.Handler) string {
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	return srv.URL
+}
+
+// hmacSHA256 is the HMAC-SHA256 of input under key.
+func hmacSHA256(key, input []byte) []byte {
+	mac := hmac.New(sha256.New, key)
+	mac.Write(input)
+	return mac.Sum(nil)
 }
