@@ -26,7 +26,7 @@ import (
 // can hold them (to line up concurrent verifiers) or be down, and signs
 // tokens with keys the test generated.
 type testIssuer struct {
-	t   *testing.T
+	t   testing.TB
 	srv *httptest.Server
 	url string // the issuer identifier
 
@@ -51,7 +51,7 @@ var (
 
 // newTestKey generates a key for alg (RS256 and PS256 share one RSA key,
 // generated once per test binary: RSA generation is slow under -race).
-func newTestKey(t *testing.T, kid, alg string) *testKey {
+func newTestKey(t testing.TB, kid, alg string) *testKey {
 	t.Helper()
 	k := &testKey{kid: kid, alg: alg}
 	b64 := base64.RawURLEncoding.EncodeToString
@@ -92,7 +92,7 @@ func newTestKey(t *testing.T, kid, alg string) *testKey {
 
 // sign returns the JWS of header and claims signed with k's key by alg
 // (which may differ from k.alg, for attacks).
-func (k *testKey) sign(t *testing.T, alg string, header, claims map[string]any) string {
+func (k *testKey) sign(t testing.TB, alg string, header, claims map[string]any) string {
 	t.Helper()
 	h := map[string]any{"alg": alg, "typ": "at+jwt", "kid": k.kid}
 	for name, v := range header {
@@ -132,7 +132,7 @@ func (k *testKey) sign(t *testing.T, alg string, header, claims map[string]any) 
 	return input + "." + base64.RawURLEncoding.EncodeToString(sig)
 }
 
-func b64JSON(t *testing.T, v any) string {
+func b64JSON(t testing.TB, v any) string {
 	t.Helper()
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -142,7 +142,7 @@ func b64JSON(t *testing.T, v any) string {
 }
 
 // newTestIssuer starts an issuer publishing keys.
-func newTestIssuer(t *testing.T, keys ...*testKey) *testIssuer {
+func newTestIssuer(t testing.TB, keys ...*testKey) *testIssuer {
 	t.Helper()
 	iss := &testIssuer{t: t, published: keys}
 	mux := http.NewServeMux()
