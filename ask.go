@@ -493,7 +493,7 @@ func (rt *Runtime) startAsking(c *call, a *askState, subject string) *RPCError {
 	if !ok {
 		return invalidParams("Invalid params: requestState must be a string")
 	}
-	s, rerr := rt.states.open(c.req.Method, subject, token)
+	s, rerr := rt.states.open(c.req.Method, subject, c.binding(), token)
 	if rerr != nil {
 		return rerr
 	}
@@ -532,7 +532,7 @@ func (rt *Runtime) inputRequired(c *call, a *askState, err error) (reply Reply, 
 		return Reply{}, false
 	}
 	pending, next := a.outcome()
-	token, sealErr := rt.states.seal(a.method, a.subject, next)
+	token, sealErr := rt.states.seal(a.method, a.subject, c.binding(), next)
 	if sealErr != nil {
 		rt.logger.Error("sealing requestState failed", "method", a.method, "subject", a.subject, "err", sealErr)
 		return Reply{Error: internalError()}, true

@@ -128,7 +128,6 @@ func newConnection(cfg connConfig) *connection {
 	if cfg.calls == nil {
 		cfg.calls = make(chan *peerCall)
 	}
-	cfg.values = valuesOnly(cfg.values)
 	return &connection{connConfig: cfg, done: make(chan struct{})}
 }
 
@@ -232,19 +231,6 @@ type message struct {
 	values context.Context
 }
 
-// valuesOnly returns a context with ctx's values and none of its
-// cancellation, for a job's context to look values up in (nil for nil). The
-// context package finds a cancellable parent through Value, so ctx itself
-// would make contexts derived from the job's follow ctx's cancellation: a
-// request whose HTTP client left would cancel what its handler derived,
-// though the executor did not cancel the job.
-func valuesOnly(ctx context.Context) context.Context {
-	if ctx == nil {
-		return nil
-	}
-	return context.WithoutCancel(ctx)
-}
-
 // onMessage runs steps 3 to 7 of the per-line pipeline (SPEC §4) for m.
 // While an initialize is in flight the message is held instead of
 // submitted.
@@ -277,7 +263,7 @@ func (c *connection) onMessage(m message) error {
 	ex.job.key, ex.job.work, ex.job.size = id, ex, m.size
 	ex.job.ctx.values = c.values
 	if m.values != nil {
-		ex.job.ctx.values = valuesOnly(m.values)
+		ex.job.ctx.values = m.values
 	}
 	if c.initializing > 0 {
 		c.held = append(c.held, ex)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -110,5 +111,56 @@ func TestRequestSessionID(t *testing.T) {
 	got = append(got, body)
 	if sid == "" || !strings.Contains(got[0], "session "+sid+`"`) || !strings.Contains(got[1], `"session "`) {
 		t.Fatalf("HTTP answers = %q, want the session id %q, then none", got, sid)
+	}
+}
+
+// A job's context carries its caller's values and none of its cancellation:
+// a context derived from the job's ends when the job is cancelled, not when
+// the caller's context is, and context.Cause reports the job's own end.
+func TestJobContextDetachedFromCallerCancellation(t *testing.T) {
+	e, err := NewExecutor(ExecutorOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	sub := e.NewSubmitter()
+	defer sub.Close()
+	caller, cancelCaller := context.WithCancelCause(context.WithValue(context.Background(), ctxProbeKey{}, "v"))
+	type seen struct {
+		value                       any
+		derivedDoneAfterCallerEnded bool
+		causeAfterCallerEnded       error
+		causeAfterCancel            error
+	}
+	callerEnded, cancelled, result := make(chan struct{}), make(chan struct{}), make(chan seen, 1)
+	j := &job{key: "k", indexed: true, work: workFunc(func(ctx context.Context) any {
+		derived, stop := context.WithCancel(ctx)
+		defer stop()
+		var s seen
+		s.value = ctx.Value(ctxProbeKey{})
+		<-callerEnded
+		select {
+		case <-derived.Done():
+			s.derivedDoneAfterCallerEnded = true
+		default:
+		}
+		s.causeAfterCallerEnded = context.Cause(ctx)
+		close(cancelled)
+		<-derived.Done()
+		s.causeAfterCancel = context.Cause(ctx)
+		result <- s
+		return nil
+	})}
+	j.ctx.values = caller
+	if _, err := sub.submit(j, -1); err != nil {
+		t.Fatal(err)
+	}
+	cancelCaller(errors.New("the caller went away"))
+	close(callerEnded)
+	<-cancelled
+	sub.Cancel("k")
+	got := waitFor(t, result, "the job to see its cancellation")
+	if got.value != "v" || got.derivedDoneAfterCallerEnded || got.causeAfterCallerEnded != nil || !errors.Is(got.causeAfterCancel, context.Canceled) {
+		t.Fatalf("the job saw %+v; want the value, a derived context live after the caller ended, no cause then, context.Canceled after its own cancel", got)
 	}
 }

@@ -34,7 +34,9 @@ const cursorDomain = "mcpstdio cursor v1"
 
 // cursorCodec issues and checks opaque pagination cursors: base64url of
 // (list kind, catalog generation, offset) followed by a truncated
-// HMAC-SHA256 tag. Its key is set once at construction; it is safe for
+// HMAC-SHA256 tag of those and of the principal binding the cursor was
+// issued to (principalBinding: "" without one), so that a cursor pages only
+// the list of the principal it was issued to. Its key is set once at construction; it is safe for
 // concurrent use.
 type cursorCodec struct {
 	key []byte
@@ -73,25 +75,25 @@ func codecKey(stateKey []byte, domain string) ([]byte, error) {
 	return mac.Sum(nil), nil
 }
 
-func (cc cursorCodec) encode(kind listKind, generation uint64, offset int) string {
+func (cc cursorCodec) encode(kind listKind, generation uint64, offset int, binding string) string {
 	buf := make([]byte, cursorPayloadBytes, cursorPayloadBytes+cursorTagBytes)
 	buf[0] = byte(kind)
 	binary.BigEndian.PutUint64(buf[1:9], generation)
 	binary.BigEndian.PutUint64(buf[9:17], uint64(offset))
-	buf = append(buf, cc.tag(buf)...)
+	buf = append(buf, cc.tag(buf, binding)...)
 	return base64.RawURLEncoding.EncodeToString(buf)
 }
 
 // decode returns the offset a cursor names. ok is false for a cursor that is
-// malformed, forged, issued for another list, or stale (issued for another
-// generation of the list).
-func (cc cursorCodec) decode(cursor string, kind listKind, generation uint64) (offset int, ok bool) {
+// malformed, forged, issued for another list or another binding, or stale
+// (issued for another generation of the list).
+func (cc cursorCodec) decode(cursor string, kind listKind, generation uint64, binding string) (offset int, ok bool) {
 	buf, err := base64.RawURLEncoding.DecodeString(cursor)
 	if err != nil || len(buf) != cursorPayloadBytes+cursorTagBytes {
 		return 0, false
 	}
 	payload, tag := buf[:cursorPayloadBytes], buf[cursorPayloadBytes:]
-	if !hmac.Equal(tag, cc.tag(payload)) {
+	if !hmac.Equal(tag, cc.tag(payload, binding)) {
 		return 0, false
 	}
 	if listKind(payload[0]) != kind || binary.BigEndian.Uint64(payload[1:9]) != generation {
@@ -106,20 +108,23 @@ func (cc cursorCodec) decode(cursor string, kind listKind, generation uint64) (o
 
 const maxInt = int(^uint(0) >> 1)
 
-func (cc cursorCodec) tag(payload []byte) []byte {
+// tag is the truncated HMAC-SHA256 of payload, which has a fixed length,
+// followed by binding.
+func (cc cursorCodec) tag(payload []byte, binding string) []byte {
 	mac := hmac.New(sha256.New, cc.key)
 	mac.Write(payload)
+	mac.Write([]byte(binding))
 	return mac.Sum(nil)[:cursorTagBytes]
 }
 
 // paginate returns the page of list that cursor starts (the first page for
 // ""), and the cursor of the next page ("" on the last page). list and
-// generation must be one consistent snapshot. A cursor that decode refuses,
+// generation must be one consistent snapshot; cursors are bound to binding. A cursor that decode refuses,
 // or that points past the list, is -32602 "Invalid cursor".
-func paginate[E any](cc cursorCodec, kind listKind, list []E, generation uint64, cursor string, pageSize int) ([]E, string, *RPCError) {
+func paginate[E any](cc cursorCodec, kind listKind, list []E, generation uint64, cursor string, pageSize int, binding string) ([]E, string, *RPCError) {
 	offset := 0
 	if cursor != "" {
-		off, ok := cc.decode(cursor, kind, generation)
+		off, ok := cc.decode(cursor, kind, generation, binding)
 		if !ok || off >= len(list) {
 			return nil, "", &RPCError{Code: CodeInvalidParams, Message: "Invalid cursor"}
 		}
@@ -128,7 +133,7 @@ func paginate[E any](cc cursorCodec, kind listKind, list []E, generation uint64,
 	end := min(offset+pageSize, len(list))
 	next := ""
 	if end < len(list) {
-		next = cc.encode(kind, generation, end)
+		next = cc.encode(kind, generation, end, binding)
 	}
 	return list[offset:end], next, nil
 }

@@ -147,6 +147,9 @@ type Executor struct {
 	timeout        time.Duration // negative means no deadline
 	maxBytes       int           // in-flight byte budget; 0 means none
 	done           chan struct{} // closed by Close
+	// cancelProbe is a cancelled context through which jobs' contexts
+	// recognise the context package's private key (see jobContext.Value).
+	cancelProbe context.Context
 
 	// goroutines counts the live workers and outcome pumps, so tests can
 	// wait for them to exit after Close.
@@ -183,6 +186,9 @@ func NewExecutor(opts ExecutorOptions) (*Executor, error) {
 		queue:          jobList{links: queueLinks},
 		submitters:     make(map[*Submitter]struct{}),
 	}
+	probe, cancel := context.WithCancel(context.Background())
+	cancel()
+	e.cancelProbe = probe
 	if e.maxConcurrency == 0 {
 		e.maxConcurrency = defaultMaxConcurrency
 	}
@@ -345,6 +351,9 @@ func (s *Submitter) submit(j *job, timeout time.Duration) (ExecutionRef, error) 
 		timeout = e.timeout
 	}
 	j.sub, j.timeout, j.deadlineIndex = s, timeout, -1
+	if j.ctx.values != nil {
+		j.ctx.cancelProbe = e.cancelProbe
+	}
 	e.mu.Lock()
 	startNow, err := e.admitLocked(j)
 	var inbox chan *job

@@ -23,6 +23,9 @@ type jobContext struct {
 	// or the HTTP request's), whose cancellation the job does not inherit.
 	// Nil: no values. Set before the job is submitted; read-only after.
 	values context.Context
+	// cancelProbe is the executor's (see Executor.cancelProbe), set with
+	// values at submission.
+	cancelProbe context.Context
 
 	mu         sync.Mutex
 	done       chan struct{}        // made by the first Done call; closed by cancel
@@ -57,9 +60,14 @@ func (c *jobContext) Err() error {
 }
 
 // Value returns the value its submitter's context carries for key, nil
-// when there is none.
+// when there is none. The context package looks up its own private key to
+// find a cancellable ancestor (for contexts derived from this one, and for
+// context.Cause); for that key Value answers nil, as context.WithoutCancel
+// does, so that those follow the job's cancellation and never values'. The
+// key is recognised by what a cancelled context of the executor's answers
+// for it: itself.
 func (c *jobContext) Value(key any) any {
-	if c.values == nil {
+	if c.values == nil || c.cancelProbe.Value(key) == any(c.cancelProbe) {
 		return nil
 	}
 	return c.values.Value(key)

@@ -124,6 +124,10 @@ type HTTPOptions struct {
 
 	// Logger receives diagnostics (default slog.Default()).
 	Logger *slog.Logger
+
+	// Auth, when set, makes the endpoint an OAuth 2.1 resource server
+	// (auth.go): every request needs a valid bearer token.
+	Auth *AuthOptions
 }
 
 func (o *HTTPOptions) normalize() error {
@@ -195,6 +199,7 @@ type HTTPHandler struct {
 	dispatcher Dispatcher
 	executor   *Executor
 	ownsExec   bool
+	auth       *authGate // nil without HTTPOptions.Auth
 
 	sessions  sessionTable
 	replay    replayBudget // of the sessions' SSE events
@@ -224,6 +229,13 @@ func NewHTTPHandler(d Dispatcher, opts HTTPOptions) (*HTTPHandler, error) {
 		executor:   opts.Executor,
 		stopWatch:  func() {},
 		quit:       make(chan struct{}),
+	}
+	if opts.Auth != nil {
+		gate, err := newAuthGate(opts.Auth)
+		if err != nil {
+			return nil, err
+		}
+		h.auth = gate
 	}
 	h.sessions = sessionTable{max: opts.MaxSessions, byID: make(map[string]*httpSession)}
 	h.replay = replayBudget{total: int64(opts.MaxReplayBytes), kept: make(map[*httpSession]int64)}
@@ -275,6 +287,11 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if origin := r.Header.Get("Origin"); origin != "" && !h.allowedOrigin(origin) {
 		httpError(w, http.StatusForbidden, "Forbidden: Origin header is not allowed")
 		return
+	}
+	if h.auth != nil {
+		if r = h.auth.admit(w, r, h.opts.Path); r == nil {
+			return
+		}
 	}
 	if r.URL.Path != h.opts.Path {
 		http.NotFound(w, r)
@@ -449,6 +466,9 @@ func (h *HTTPHandler) servePost(w http.ResponseWriter, r *http.Request) {
 	}
 	msg := newPostedMessage(env)
 	msg.size = len(body)
+	if h.auth != nil && !h.auth.allowMessage(w, r, msg) {
+		return
+	}
 	h.drain.beginExchange() // until it is answered: Shutdown waits for it
 	defer h.drain.endExchange()
 	if msg.stateless(r) {

@@ -22,7 +22,7 @@ func (h *HTTPHandler) serveSessionPost(w http.ResponseWriter, r *http.Request, m
 			writeJSONFrame(w, http.StatusOK, errorFrame(msg.id, errShuttingDown))
 			return
 		}
-		if s = h.startSession(x); s == nil {
+		if s = h.startSession(x, principalBinding(PrincipalFromContext(r.Context()))); s == nil {
 			writeJSONFrame(w, http.StatusServiceUnavailable, errorFrame(msg.id, errSessionCapacity))
 			return
 		}
@@ -43,7 +43,8 @@ func (h *HTTPHandler) serveSessionPost(w http.ResponseWriter, r *http.Request, m
 
 // sessionFor returns the session a request names, answering the request
 // itself when there is none: 400 without Mcp-Session-Id, 404 for an unknown
-// or ended session.
+// or ended session, or one another principal created (a session belongs to
+// its principal, not to a token: a fresh token of the same one keeps it).
 func (h *HTTPHandler) sessionFor(w http.ResponseWriter, r *http.Request) *httpSession {
 	id := r.Header.Get(headerSessionID)
 	if id == "" {
@@ -51,6 +52,9 @@ func (h *HTTPHandler) sessionFor(w http.ResponseWriter, r *http.Request) *httpSe
 		return nil
 	}
 	s := h.sessions.get(id)
+	if s != nil && s.owner != principalBinding(PrincipalFromContext(r.Context())) {
+		s = nil
+	}
 	if s == nil {
 		httpError(w, http.StatusNotFound, "Session not found")
 		return nil

@@ -30,6 +30,7 @@ const maxSessionStreams = 64
 // before the loop starts and read-only after; the rest are owned by the loop.
 type httpSession struct {
 	id    string
+	owner string // principalBinding of its creator ("" without authorization)
 	h     *HTTPHandler
 	posts chan *httpExchange // messages POSTed to the session
 	ctl   chan any           // GETs, DELETEs and the reports of its writers (see onControl)
@@ -77,11 +78,13 @@ type httpExchange struct {
 // ASCII characters.
 func newSessionID() string { return rand.Text() }
 
-// startSession starts a session whose first message is the initialize x; the
-// caller then hands it x. It returns nil when MaxSessions are live.
-func (h *HTTPHandler) startSession(x *httpExchange) *httpSession {
+// startSession starts a session whose first message is the initialize x, for
+// the principal owner; the caller then hands it x. It returns nil when
+// MaxSessions are live.
+func (h *HTTPHandler) startSession(x *httpExchange, owner string) *httpSession {
 	s := &httpSession{
 		id:      newSessionID(),
+		owner:   owner,
 		h:       h,
 		posts:   make(chan *httpExchange),
 		ctl:     make(chan any),

@@ -48,6 +48,7 @@ type config struct {
 	allowedHosts, allowedOrigins              []string
 	keepAlive                                 time.Duration
 	pageSize                                  int
+	auth                                      authFlags // main_auth.go
 }
 
 // parseFlags parses args; the error has been reported on stderr already.
@@ -77,6 +78,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&hosts, "http-allowed-hosts", "", "with -http, comma-separated Host header values accepted besides loopback names and the -http host")
 	fs.StringVar(&origins, "http-allowed-origins", "", "with -http, comma-separated Origin values (scheme://host[:port]) accepted besides loopback origins")
 	fs.DurationVar(&c.keepAlive, "http-keep-alive", DefaultKeepAlive, "with -http, period of keep-alive comments on long-lived SSE streams")
+	c.auth.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -116,6 +118,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if c.maxQueue < -1 {
 		return fail("-max-queue must not be negative, got %d", c.maxQueue)
+	}
+	if err := c.auth.check(c.httpAddr != ""); err != nil {
+		return fail("%v", err)
 	}
 	if stateKeyFile != "" {
 		key, err := readStateKey(stateKeyFile)

@@ -44,6 +44,14 @@ func serveHTTP(c config, rt *Runtime, logger *slog.Logger, stderr io.Writer) int
 	if !isLoopbackHost(host) {
 		allowed = append(allowed, host)
 	}
+	auth, err := c.auth.options(logger)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	if auth != nil {
+		allowed = append(allowed, c.auth.resourceHost()) // clients name the resource's host
+	}
 	h, err := NewHTTPHandler(rt, HTTPOptions{
 		MaxBodyBytes:     c.maxLineBytes,
 		RequestTimeout:   c.requestTimeout,
@@ -56,6 +64,7 @@ func serveHTTP(c config, rt *Runtime, logger *slog.Logger, stderr io.Writer) int
 		AllowedHosts:     allowed,
 		AllowedOrigins:   c.allowedOrigins,
 		Logger:           logger,
+		Auth:             auth,
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, err)

@@ -25,9 +25,11 @@ const (
 
 // requestStateCodec seals and opens the requestState of 2026 multi-round
 // requests: base64url(payload) "." base64url(HMAC-SHA256(key, domain,
-// method, subject, payload)). The tag binds the payload to the method and
-// to the tool or prompt name or resource URI it was issued for, so a state
-// replayed on another request fails verification like a tampered one. The
+// method, subject, payload[, binding])). The tag binds the payload to the
+// method, to the tool or prompt name or resource URI it was issued for, and
+// to the principal it was issued to (principalBinding; "" without one,
+// which adds no part), so a state replayed on another request, or by
+// another principal, fails verification like a tampered one. The
 // payload is JSON readable by the client: integrity-protected, not secret.
 //
 // All fields are set once by newRequestStateCodec; it is safe for
@@ -68,9 +70,9 @@ type storedAnswer struct {
 	Result json.RawMessage `json:"result"`
 }
 
-// seal returns the requestState of s for a request of method about subject,
-// setting its expiry from the codec's TTL.
-func (sc requestStateCodec) seal(method, subject string, s sealedState) (string, error) {
+// seal returns the requestState of s for a request of method about subject
+// by the principal binding names, setting its expiry from the codec's TTL.
+func (sc requestStateCodec) seal(method, subject, binding string, s sealedState) (string, error) {
 	s.Expires = 0
 	if sc.ttl > 0 {
 		s.Expires = sc.now().Add(sc.ttl).Unix()
@@ -80,22 +82,23 @@ func (sc requestStateCodec) seal(method, subject string, s sealedState) (string,
 		return "", fmt.Errorf("encoding requestState: %w", err)
 	}
 	return base64.RawURLEncoding.EncodeToString(payload) + "." +
-		base64.RawURLEncoding.EncodeToString(sc.tag(method, subject, payload)), nil
+		base64.RawURLEncoding.EncodeToString(sc.tag(method, subject, binding, payload)), nil
 }
 
 // open verifies a requestState received on a request of method about subject
-// and returns what it carries. A state that is malformed, forged, altered or
-// issued for another method or subject (or by a Runtime with another state
-// key) is -32602 "requestState integrity check failed"; a genuine state past
-// its expiry is -32602 "requestState expired".
-func (sc requestStateCodec) open(method, subject, token string) (sealedState, *RPCError) {
+// by the principal binding names, and returns what it carries. A state that
+// is malformed, forged, altered or issued for another method, subject or
+// principal (or by a Runtime with another state key) is -32602
+// "requestState integrity check failed"; a genuine state past its expiry is
+// -32602 "requestState expired".
+func (sc requestStateCodec) open(method, subject, binding, token string) (sealedState, *RPCError) {
 	encPayload, encTag, ok := strings.Cut(token, ".")
 	if !ok {
 		return sealedState{}, invalidParams(msgRequestStateInvalid)
 	}
 	payload, err1 := base64.RawURLEncoding.DecodeString(encPayload)
 	tag, err2 := base64.RawURLEncoding.DecodeString(encTag)
-	if err1 != nil || err2 != nil || !hmac.Equal(tag, sc.tag(method, subject, payload)) {
+	if err1 != nil || err2 != nil || !hmac.Equal(tag, sc.tag(method, subject, binding, payload)) {
 		return sealedState{}, invalidParams(msgRequestStateInvalid)
 	}
 	var s sealedState
@@ -111,11 +114,16 @@ func (sc requestStateCodec) open(method, subject, token string) (sealedState, *R
 	return s, nil
 }
 
-// tag is the HMAC-SHA256 of the domain, method, subject and payload, each
-// length-prefixed so no two different inputs share a byte string.
-func (sc requestStateCodec) tag(method, subject string, payload []byte) []byte {
+// tag is the HMAC-SHA256 of the domain, method, subject, payload and, when
+// not empty, binding, each length-prefixed so no two different inputs share
+// a byte string.
+func (sc requestStateCodec) tag(method, subject, binding string, payload []byte) []byte {
 	mac := hmac.New(sha256.New, sc.key)
-	for _, part := range [][]byte{[]byte(requestStateDomain), []byte(method), []byte(subject), payload} {
+	parts := [][]byte{[]byte(requestStateDomain), []byte(method), []byte(subject), payload}
+	if binding != "" {
+		parts = append(parts, []byte(binding))
+	}
+	for _, part := range parts {
 		var n [8]byte
 		binary.BigEndian.PutUint64(n[:], uint64(len(part)))
 		mac.Write(n[:])

@@ -35,7 +35,7 @@ func TestRequestStateRoundTrip(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			sc := newTestStateCodec(t, tt.ttl, now)
-			token, err := sc.seal("tools/call", "tool", in)
+			token, err := sc.seal("tools/call", "tool", "", in)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -43,13 +43,13 @@ func TestRequestStateRoundTrip(t *testing.T) {
 				t.Errorf("token %q has characters outside base64url and '.'", token)
 			}
 			sc.now = func() time.Time { return now.Add(1000 * time.Hour) }
-			out, rerr := sc.open("tools/call", "tool", token)
+			out, rerr := sc.open("tools/call", "tool", "", token)
 			if tt.wantExpires != 0 {
 				if rerr == nil || rerr.Message != msgRequestStateExpired {
 					t.Fatalf("open after the expiry = %+v, want %q", rerr, msgRequestStateExpired)
 				}
 				sc.now = func() time.Time { return now }
-				out, rerr = sc.open("tools/call", "tool", token)
+				out, rerr = sc.open("tools/call", "tool", "", token)
 			}
 			if rerr != nil {
 				t.Fatalf("open: %+v", rerr)
@@ -70,7 +70,7 @@ func TestRequestStateBinding(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
 	sc := newTestStateCodec(t, time.Hour, now)
 	other := newTestStateCodec(t, time.Hour, now)
-	token, err := sc.seal("tools/call", "ab", sealedState{})
+	token, err := sc.seal("tools/call", "ab", "", sealedState{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,11 +85,11 @@ func TestRequestStateBinding(t *testing.T) {
 		{"other key", other, "tools/call", "ab"},
 	}
 	for _, tt := range tests {
-		if _, rerr := tt.codec.open(tt.method, tt.subject, token); rerr == nil || rerr.Code != CodeInvalidParams || rerr.Message != msgRequestStateInvalid {
+		if _, rerr := tt.codec.open(tt.method, tt.subject, "", token); rerr == nil || rerr.Code != CodeInvalidParams || rerr.Message != msgRequestStateInvalid {
 			t.Errorf("%s: open = %+v, want -32602 %q", tt.name, rerr, msgRequestStateInvalid)
 		}
 	}
-	if _, rerr := sc.open("tools/call", "ab", token); rerr != nil {
+	if _, rerr := sc.open("tools/call", "ab", "", token); rerr != nil {
 		t.Errorf("the genuine state was refused: %+v", rerr)
 	}
 }
@@ -100,8 +100,8 @@ func TestRequestStateRefusesUnknownPayload(t *testing.T) {
 	sc := newTestStateCodec(t, time.Hour, time.Unix(1_700_000_000, 0))
 	for _, payload := range []string{`{"zzz":1}`, `[]`, `{"exp":"soon"}`, ``} {
 		token := base64.RawURLEncoding.EncodeToString([]byte(payload)) + "." +
-			base64.RawURLEncoding.EncodeToString(sc.tag("tools/call", "t", []byte(payload)))
-		if _, rerr := sc.open("tools/call", "t", token); rerr == nil || rerr.Message != msgRequestStateInvalid {
+			base64.RawURLEncoding.EncodeToString(sc.tag("tools/call", "t", "", []byte(payload)))
+		if _, rerr := sc.open("tools/call", "t", "", token); rerr == nil || rerr.Message != msgRequestStateInvalid {
 			t.Errorf("payload %q: open = %+v", payload, rerr)
 		}
 	}

@@ -75,6 +75,10 @@ type RuntimeOptions struct {
 	// Logger receives diagnostics (handler panics, results that failed to
 	// encode); nil discards them. Never written to the protocol output.
 	Logger *slog.Logger
+	// Policy, when set, decides which tools, prompts and resources each
+	// principal may see and use (policy.go). Results then differ per
+	// principal, so CacheScope "public" is refused with it.
+	Policy AccessPolicy
 }
 
 // Runtime serves the MCP protocol methods of one server: the three dialects
@@ -104,6 +108,7 @@ type Runtime struct {
 	defaultLogLevel    string
 	logging            bool
 	resourcesSubscribe bool
+	policy             AccessPolicy
 
 	mu  sync.RWMutex
 	cat catalog // guarded by mu
@@ -146,6 +151,7 @@ func NewRuntime(opts RuntimeOptions) (*Runtime, error) {
 	}
 	rt.defaultLogLevel = opts.DefaultLogLevel
 	rt.logging, rt.resourcesSubscribe = opts.Logging, opts.ResourcesSubscribe
+	rt.policy = opts.Policy
 	rt.listChanged[listTools] = opts.ToolsListChanged
 	rt.listChanged[listPrompts] = opts.PromptsListChanged
 	rt.listChanged[listResources] = opts.ResourcesListChanged
@@ -189,6 +195,9 @@ func validateRuntimeOptions(opts *RuntimeOptions) error {
 	default:
 		return fmt.Errorf("CacheScope %q is neither %q nor %q", opts.CacheScope, CacheScopePrivate, CacheScopePublic)
 	}
+	if opts.Policy != nil && opts.CacheScope == CacheScopePublic {
+		return errors.New(`CacheScope "public" cannot go with a Policy: results differ per principal`)
+	}
 	if opts.StateKey != nil && len(opts.StateKey) < minStateKeyBytes {
 		return fmt.Errorf("StateKey is %d bytes, want at least %d", len(opts.StateKey), minStateKeyBytes)
 	}
@@ -219,7 +228,13 @@ type call struct {
 	params paramsObject
 	dialectInfo
 	logThreshold string
+	// principal is whom the request's token speaks for (its context's
+	// Principal), nil without one.
+	principal *Principal
 }
+
+// binding is what the cursors and requestStates issued to c are bound to.
+func (c *call) binding() string { return principalBinding(c.principal) }
 
 // Dispatch serves one admitted message. Notifications (req.ID == nil) get an
 // empty Reply. For a request it selects the dialect (SPEC §7), then serves
@@ -232,7 +247,7 @@ func (rt *Runtime) Dispatch(ctx context.Context, req *Request) Reply {
 	}
 	// c is filled in place: its parts are large enough that copying them
 	// shows in the profile.
-	c := &call{rt: rt, req: req}
+	c := &call{rt: rt, req: req, principal: PrincipalFromContext(ctx)}
 	if rerr := decodeParams(req, &c.params); rerr != nil {
 		return Reply{Error: rerr}
 	}
@@ -303,6 +318,9 @@ type HandlerRequest struct {
 	// arrived on ("" for a 2026-07-28 request over HTTP); see
 	// Request.SessionID.
 	SessionID string
+	// Principal is whom the request's access token speaks for (see
+	// PrincipalFromContext); nil when the request carries none.
+	Principal *Principal
 	// Name is the tool or prompt name (for a completion, the prompt name).
 	Name string
 	// URI is the resource URI being read (for a completion, the template).
@@ -431,7 +449,7 @@ func (c *call) handlerRequest() *HandlerRequest {
 	r.Method, r.ProtocolVersion = c.req.Method, c.version
 	r.ClientInfo, r.ClientCapabilities, r.Meta = c.clientInfo, c.clientCapabilities, c.meta
 	r.peer, r.progressToken, r.logThreshold = c.req.Peer, c.progressToken, c.logThreshold
-	r.rt, r.SessionID = c.rt, c.req.SessionID
+	r.rt, r.SessionID, r.Principal = c.rt, c.req.SessionID, c.principal
 	return r
 }
 

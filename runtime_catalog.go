@@ -92,8 +92,10 @@ func isToolName(name string) bool {
 
 // listPage returns the page of ix that c's cursor names, each entry
 // converted by convert, and the cursor of the next page ("" on the last).
-// With requireEntries, an empty list means the method is not served.
-func listPage[E, T any](rt *Runtime, c *call, ix *index[E], kind listKind, requireEntries bool, convert func(E) T) ([]T, string, *RPCError) {
+// With requireEntries, an empty list means the method is not served. With a
+// Policy, the entries c's principal may not see (item describes each to it)
+// are left out before paging.
+func listPage[E, T any](rt *Runtime, c *call, ix *index[E], kind listKind, requireEntries bool, item func(E) CatalogItem, convert func(E) T) ([]T, string, *RPCError) {
 	rt.mu.RLock()
 	list, generation := ix.snapshot()
 	rt.mu.RUnlock()
@@ -104,7 +106,10 @@ func listPage[E, T any](rt *Runtime, c *call, ix *index[E], kind listKind, requi
 	if rerr != nil {
 		return nil, "", rerr
 	}
-	page, next, rerr := paginate(rt.cursors, kind, list, generation, cursor, rt.pageSize)
+	if rt.policy != nil {
+		list = slices.DeleteFunc(slices.Clone(list), func(e E) bool { return !rt.visible(c, item(e)) })
+	}
+	page, next, rerr := paginate(rt.cursors, kind, list, generation, cursor, rt.pageSize, c.binding())
 	if rerr != nil {
 		return nil, "", rerr
 	}

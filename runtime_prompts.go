@@ -112,7 +112,7 @@ type listPromptsResult struct {
 
 func (rt *Runtime) listPrompts(c *call) Reply {
 	d := dialectOf(c.version)
-	prompts, next, rerr := listPage(rt, c, &rt.cat.prompts, listPrompts, true, func(e *promptEntry) Prompt {
+	prompts, next, rerr := listPage(rt, c, &rt.cat.prompts, listPrompts, true, (*promptEntry).item, func(e *promptEntry) Prompt {
 		return d.prompt(e.prompt)
 	})
 	if rerr != nil {
@@ -146,13 +146,18 @@ func (rt *Runtime) getPrompt(ctx context.Context, c *call) Reply {
 	if !ok {
 		return Reply{Error: invalidParams("Invalid params: prompts/get requires a string name")}
 	}
+	rt.mu.RLock()
+	entry := rt.cat.prompts.byKey[name]
+	rt.mu.RUnlock()
+	if entry != nil {
+		if rerr := rt.checkAccess(c, entry.item()); rerr != nil {
+			return Reply{Error: rerr}
+		}
+	}
 	args, rerr := stringArguments(c.params.arguments)
 	if rerr != nil {
 		return Reply{Error: rerr}
 	}
-	rt.mu.RLock()
-	entry := rt.cat.prompts.byKey[name]
-	rt.mu.RUnlock()
 	if entry == nil {
 		return Reply{Error: invalidParams("Unknown prompt: " + name)}
 	}
@@ -361,7 +366,7 @@ func (rt *Runtime) complete(ctx context.Context, c *call) Reply {
 		return Reply{Error: rerr}
 	}
 	req := &CompletionRequest{HandlerRequest: c.handlerRequest(), Argument: *p.Argument.Name, Value: *p.Argument.Value, Context: p.Context.Arguments}
-	handler, rerr := rt.findCompleter(p, req.HandlerRequest)
+	handler, rerr := rt.findCompleter(c, p, req.HandlerRequest)
 	if rerr != nil {
 		return Reply{Error: rerr}
 	}
@@ -408,15 +413,20 @@ func readCompleteParams(raw json.RawMessage) (*completeParams, *RPCError) {
 
 // findCompleter returns the handler for the referenced argument, nil when the
 // argument exists but has none. It sets req.Name or req.URI from the ref.
-func (rt *Runtime) findCompleter(p *completeParams, req *HandlerRequest) (CompletionHandler, *RPCError) {
+// The prompt or template referenced must be one c's principal may use
+// (checked before the argument).
+func (rt *Runtime) findCompleter(c *call, p *completeParams, req *HandlerRequest) (CompletionHandler, *RPCError) {
 	arg := *p.Argument.Name
-	rt.mu.RLock()
-	defer rt.mu.RUnlock()
 	if *p.Ref.Type == "ref/prompt" {
 		req.Name = *p.Ref.Name
+		rt.mu.RLock()
 		e := rt.cat.prompts.byKey[req.Name]
+		rt.mu.RUnlock()
 		if e == nil {
 			return nil, invalidParams("Unknown prompt: " + req.Name)
+		}
+		if rerr := rt.checkAccess(c, e.item()); rerr != nil {
+			return nil, rerr
 		}
 		if !slices.ContainsFunc(e.prompt.Arguments, func(a PromptArgument) bool { return a.Name == arg }) {
 			return nil, invalidParams(fmt.Sprintf("Unknown argument %q of prompt %s", arg, req.Name))
@@ -424,9 +434,14 @@ func (rt *Runtime) findCompleter(p *completeParams, req *HandlerRequest) (Comple
 		return e.completers[arg], nil
 	}
 	req.URI = *p.Ref.URI
+	rt.mu.RLock()
 	e := rt.cat.templates.byKey[req.URI]
+	rt.mu.RUnlock()
 	if e == nil {
 		return nil, invalidParams("Unknown resource template: " + req.URI)
+	}
+	if rerr := rt.checkAccess(c, e.item()); rerr != nil {
+		return nil, rerr
 	}
 	if !slices.Contains(e.parsed.vars, arg) {
 		return nil, invalidParams(fmt.Sprintf("Unknown variable %q of resource template %s", arg, req.URI))

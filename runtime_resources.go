@@ -200,7 +200,7 @@ func (rt *Runtime) listResources(c *call) Reply {
 		return Reply{Error: methodNotFound(c.req.Method)}
 	}
 	d := dialectOf(c.version)
-	resources, next, rerr := listPage(rt, c, &rt.cat.resources, listResources, false, func(e *resourceEntry) Resource {
+	resources, next, rerr := listPage(rt, c, &rt.cat.resources, listResources, false, (*resourceEntry).item, func(e *resourceEntry) Resource {
 		return d.resource(e.resource)
 	})
 	if rerr != nil {
@@ -216,7 +216,7 @@ func (rt *Runtime) listResourceTemplates(c *call) Reply {
 		return Reply{Error: methodNotFound(c.req.Method)}
 	}
 	d := dialectOf(c.version)
-	templates, next, rerr := listPage(rt, c, &rt.cat.templates, listResourceTemplates, false, func(e *templateEntry) ResourceTemplate {
+	templates, next, rerr := listPage(rt, c, &rt.cat.templates, listResourceTemplates, false, (*templateEntry).item, func(e *templateEntry) ResourceTemplate {
 		return d.template(e.template)
 	})
 	if rerr != nil {
@@ -240,9 +240,12 @@ func (rt *Runtime) readResource(ctx context.Context, c *call) Reply {
 	if !ok {
 		return Reply{Error: invalidParams("Invalid params: resources/read requires a string uri")}
 	}
-	handler, vars := rt.findResource(uri)
+	handler, vars, item := rt.findResource(uri)
 	if handler == nil {
 		return Reply{Error: resourceNotFound(c, uri)}
+	}
+	if rerr := rt.checkAccess(c, item); rerr != nil {
+		return Reply{Error: rerr}
 	}
 	req := c.handlerRequest()
 	req.URI, req.Variables = uri, vars
@@ -277,19 +280,24 @@ func (rt *Runtime) readResource(ctx context.Context, c *call) Reply {
 
 // findResource returns the handler serving uri: the static resource of that
 // URI, else the first template, in template order, that matches it (with its
-// variables). The handler is nil when none does.
-func (rt *Runtime) findResource(uri string) (ResourceHandler, map[string]string) {
+// variables), and the item an AccessPolicy decides on for reading uri. The
+// handler is nil when none does.
+func (rt *Runtime) findResource(uri string) (ResourceHandler, map[string]string, CatalogItem) {
 	rt.mu.RLock()
 	defer rt.mu.RUnlock()
 	if e := rt.cat.resources.byKey[uri]; e != nil {
-		return e.handler, nil
+		item := e.item()
+		item.RequestedURI = uri
+		return e.handler, nil, item
 	}
 	for _, e := range rt.cat.templates.list {
 		if vars, ok := e.parsed.match(uri); ok {
-			return e.handler, vars
+			item := e.item()
+			item.RequestedURI = uri
+			return e.handler, vars, item
 		}
 	}
-	return nil, nil
+	return nil, nil, CatalogItem{}
 }
 
 // resourceNotFound is the dialect's error for an unknown URI: -32002 in the

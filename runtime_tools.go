@@ -144,7 +144,7 @@ type listToolsResult struct {
 
 func (rt *Runtime) listTools(c *call) Reply {
 	d := dialectOf(c.version)
-	tools, next, rerr := listPage(rt, c, &rt.cat.tools, listTools, true, func(e *toolEntry) Tool {
+	tools, next, rerr := listPage(rt, c, &rt.cat.tools, listTools, true, (*toolEntry).item, func(e *toolEntry) Tool {
 		return d.tool(e.tool)
 	})
 	if rerr != nil {
@@ -180,17 +180,22 @@ func (rt *Runtime) callTool(ctx context.Context, c *call) Reply {
 			return Reply{Error: invalidParams("Invalid params: tools/call requires a string name")}
 		}
 	}
+	if entry == nil {
+		rt.mu.RLock()
+		entry = rt.cat.tools.byKey[name]
+		rt.mu.RUnlock()
+	}
+	if entry != nil {
+		if rerr := rt.checkAccess(c, entry.item()); rerr != nil {
+			return Reply{Error: rerr}
+		}
+	}
 	args, rerr := argumentsParam(c.params.arguments)
 	if rerr != nil {
 		return Reply{Error: rerr}
 	}
 	if entry == nil {
-		rt.mu.RLock()
-		entry = rt.cat.tools.byKey[name]
-		rt.mu.RUnlock()
-		if entry == nil {
-			return Reply{Error: invalidParams("Unknown tool: " + name)}
-		}
+		return Reply{Error: invalidParams("Unknown tool: " + name)}
 	}
 	if missing := missingMembers(jsonObject(args), entry.required); len(missing) > 0 {
 		return rt.toolResultReply(c, &ToolResult{

@@ -125,8 +125,12 @@ func (rt *Runtime) subscribeResource(c *call, subscribe bool) Reply {
 		if err := subscriptionURIError(uri); err != nil {
 			return Reply{Error: err}
 		}
-		if handler, _ := rt.findResource(uri); handler == nil {
+		handler, _, item := rt.findResource(uri)
+		if handler == nil {
 			return Reply{Error: resourceNotFound(c, uri)}
+		}
+		if rerr := rt.checkAccess(c, item); rerr != nil {
+			return Reply{Error: rerr}
 		}
 		return Reply{Result: json.RawMessage(`{}`), Subscribe: uri}
 	}
@@ -168,7 +172,7 @@ func (rt *Runtime) listen(c *call) Reply {
 	}
 	if caps.Resources != nil && caps.Resources.Subscribe {
 		for _, uri := range asked.ResourceSubscriptions {
-			if handler, _ := rt.findResource(uri); handler != nil {
+			if handler, _, item := rt.findResource(uri); handler != nil && rt.visible(c, item) {
 				honoured.ResourceSubscriptions = append(honoured.ResourceSubscriptions, uri)
 			}
 		}

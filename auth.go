@@ -1,0 +1,476 @@
+package main
+
+// Authorization over HTTP: the MCP server as an OAuth 2.1 resource server.
+// An HTTPHandler given HTTPOptions.Auth serves its protected resource
+// metadata (RFC 9728), refuses requests without a valid bearer token with
+// RFC 6750 challenges, puts the token's Principal in the request's context
+// (PrincipalFromContext, HandlerRequest.Principal), and binds the sessions it
+// creates to that principal. Tokens are verified by a TokenVerifier:
+// JWTVerifier (auth_jwt.go, keys from auth_jwks.go) or IntrospectionVerifier
+// (auth_introspect.go). The stdio transport takes no tokens: an application
+// that serves stdio puts a Principal in Serve's context itself, if it wants
+// one.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Principal is whom a request's access token speaks for: the resource owner
+// (a user) or a client acting on its own behalf. Its fields are read-only.
+type Principal struct {
+	// Subject is the token's sub; "" when it has none (a client-credentials
+	// token introspected, say).
+	Subject string
+	// ClientID is the token's client_id: the client it was issued to.
+	ClientID string
+	// Issuer is the authorization server that issued the token (iss).
+	Issuer string
+	// Scopes are the scopes the token grants, in the token's order.
+	Scopes []string
+	// ExpiresAt is when the token expires (exp); zero when unknown.
+	ExpiresAt time.Time
+	// Claims are all of the token's claims as a JSON object: a JWT's
+	// payload, or an introspection response.
+	Claims json.RawMessage
+}
+
+// ID names the principal: its Subject, else its ClientID ("" for a nil
+// Principal). A session, cursor or requestState handed to one principal is
+// refused to any other.
+func (p *Principal) ID() string {
+	if p == nil {
+		return ""
+	}
+	if p.Subject != "" {
+		return p.Subject
+	}
+	return p.ClientID
+}
+
+// HasScope reports whether the token grants scope (false for a nil
+// Principal).
+func (p *Principal) HasScope(scope string) bool { return p != nil && slices.Contains(p.Scopes, scope) }
+
+// missingScopes returns those of want the token does not grant, in order.
+func (p *Principal) missingScopes(want []string) []string {
+	var missing []string
+	for _, s := range want {
+		if !p.HasScope(s) {
+			missing = append(missing, s)
+		}
+	}
+	return missing
+}
+
+// principalBinding is what a session, cursor or requestState is bound to:
+// "" without a principal (no authorization), else the principal's ID marked
+// as a subject or a client id, so that neither can pass for the other.
+func principalBinding(p *Principal) string {
+	switch {
+	case p == nil:
+		return ""
+	case p.Subject != "":
+		return "sub:" + p.Subject
+	default:
+		return "client:" + p.ClientID
+	}
+}
+
+type principalContextKey struct{}
+
+// ContextWithPrincipal returns a copy of ctx that carries p.
+func ContextWithPrincipal(ctx context.Context, p *Principal) context.Context {
+	return context.WithValue(ctx, principalContextKey{}, p)
+}
+
+// PrincipalFromContext returns the Principal ctx carries, or nil. A
+// handler's context carries the one its request's token was verified for.
+func PrincipalFromContext(ctx context.Context) *Principal {
+	p, _ := ctx.Value(principalContextKey{}).(*Principal)
+	return p
+}
+
+// A TokenVerifier decides whether a bearer token is valid for this server.
+type TokenVerifier interface {
+	// VerifyToken returns the Principal of token when it is valid for this
+	// resource, else an error (wrapping ErrInvalidToken; a *TokenError says
+	// why in words a client may see). Any error is answered 401
+	// invalid_token, never 5xx: an authorization server that cannot be
+	// reached makes tokens unverifiable, not the server broken. It must
+	// return when ctx is done. Safe for concurrent use.
+	VerifyToken(ctx context.Context, token string) (*Principal, error)
+}
+
+// ErrInvalidToken is what every token refusal wraps.
+var ErrInvalidToken = errors.New("invalid access token")
+
+// TokenError is a token refused for a reason a client may be told: Reason
+// becomes the challenge's error_description. It wraps ErrInvalidToken and,
+// when there is one, the cause (which is only logged).
+type TokenError struct {
+	Reason string
+	cause  error
+}
+
+func (e *TokenError) Error() string {
+	if e.cause != nil {
+		return "access token refused: " + e.Reason + ": " + e.cause.Error()
+	}
+	return "access token refused: " + e.Reason
+}
+
+func (e *TokenError) Unwrap() []error { return []error{ErrInvalidToken, e.cause} }
+
+// tokenError returns a *TokenError; cause may be nil.
+func tokenError(reason string, cause error) *TokenError {
+	return &TokenError{Reason: reason, cause: cause}
+}
+
+// AuthOptions turn on authorization for an HTTPHandler (HTTPOptions.Auth).
+type AuthOptions struct {
+	// Resource is this server's canonical URI (RFC 8707, RFC 9728), the
+	// audience its tokens must name: an absolute https URI without a
+	// fragment (http only for a loopback host), e.g.
+	// "https://mcp.example.com/mcp". Required. The metadata's location, in
+	// challenges, is derived from it, never from a request's Host.
+	Resource string
+	// AuthorizationServers are the issuer identifiers of the authorization
+	// servers the metadata names; at least one is required.
+	AuthorizationServers []string
+	// Verifier verifies each request's bearer token. Required.
+	Verifier TokenVerifier
+	// Scopes are required of every request; one missing is answered 403
+	// insufficient_scope naming them. They are the scope of the 401
+	// challenges.
+	Scopes []string
+	// ToolScopes are the scopes a tools/call of the named tool requires
+	// besides Scopes; one missing is answered 403 insufficient_scope naming
+	// Scopes and the tool's.
+	ToolScopes map[string][]string
+	// ScopesSupported is the metadata's scopes_supported; nil means Scopes
+	// followed by every tool's scopes.
+	ScopesSupported []string
+	// ResourceName, when set, is the metadata's human-readable
+	// resource_name.
+	ResourceName string
+}
+
+// Well-known paths of RFC 9728 and the names of RFC 6750 challenges.
+const (
+	wellKnownProtectedResource = "/.well-known/oauth-protected-resource"
+	headerWWWAuthenticate      = "WWW-Authenticate"
+	authSchemeBearer           = "Bearer"
+	paramAccessToken           = "access_token" // RFC 6750 §2.3: refused, never read
+
+	errorCodeInvalidToken      = "invalid_token"
+	errorCodeInvalidRequest    = "invalid_request"
+	errorCodeInsufficientScope = "insufficient_scope"
+)
+
+// authGate is the authorization step of an HTTPHandler, built from
+// AuthOptions by newAuthGate; read-only afterwards.
+type authGate struct {
+	verifier         TokenVerifier
+	scopes           []string
+	toolScopes       map[string][]string
+	metadata         []byte   // the RFC 9728 document
+	metadataPaths    []string // where it is served
+	resourceMetadata string   // its URL, named in every challenge
+}
+
+// newAuthGate validates opts and prepares what the gate serves.
+func newAuthGate(opts *AuthOptions) (*authGate, error) {
+	if opts.Verifier == nil {
+		return nil, errors.New("mcpstdio: HTTPOptions.Auth.Verifier is required")
+	}
+	resource, err := parseResourceURI(opts.Resource)
+	if err != nil {
+		return nil, fmt.Errorf("mcpstdio: HTTPOptions.Auth.Resource: %w", err)
+	}
+	if len(opts.AuthorizationServers) == 0 {
+		return nil, errors.New("mcpstdio: HTTPOptions.Auth.AuthorizationServers must name at least one issuer")
+	}
+	for _, issuer := range opts.AuthorizationServers {
+		if err := checkIssuerURL(issuer); err != nil {
+			return nil, fmt.Errorf("mcpstdio: HTTPOptions.Auth.AuthorizationServers: %w", err)
+		}
+	}
+	for _, s := range opts.Scopes {
+		if !isScopeToken(s) {
+			return nil, fmt.Errorf("mcpstdio: HTTPOptions.Auth.Scopes: %q is not a scope (RFC 6749 §3.3)", s)
+		}
+	}
+	supported := slices.Clone(opts.ScopesSupported)
+	if supported == nil {
+		supported = slices.Clone(opts.Scopes)
+	}
+	toolScopes := make(map[string][]string, len(opts.ToolScopes))
+	for _, tool := range slices.Sorted(maps.Keys(opts.ToolScopes)) {
+		for _, s := range opts.ToolScopes[tool] {
+			if !isScopeToken(s) {
+				return nil, fmt.Errorf("mcpstdio: HTTPOptions.Auth.ToolScopes[%q]: %q is not a scope (RFC 6749 §3.3)", tool, s)
+			}
+			if opts.ScopesSupported == nil && !slices.Contains(supported, s) {
+				supported = append(supported, s)
+			}
+		}
+		toolScopes[tool] = slices.Clone(opts.ToolScopes[tool])
+	}
+	doc := struct {
+		Resource               string   `json:"resource"`
+		AuthorizationServers   []string `json:"authorization_servers"`
+		ScopesSupported        []string `json:"scopes_supported,omitempty"`
+		BearerMethodsSupported []string `json:"bearer_methods_supported"`
+		ResourceName           string   `json:"resource_name,omitempty"`
+	}{opts.Resource, opts.AuthorizationServers, supported, []string{"header"}, opts.ResourceName}
+	metadata, err := marshalJSON(doc)
+	if err != nil {
+		return nil, fmt.Errorf("mcpstdio: encoding the protected resource metadata: %w", err)
+	}
+	g := &authGate{
+		verifier:      opts.Verifier,
+		scopes:        slices.Clone(opts.Scopes),
+		toolScopes:    toolScopes,
+		metadata:      metadata,
+		metadataPaths: []string{wellKnownProtectedResource},
+	}
+	// RFC 9728 §3.1: the well-known segment goes between the host and the
+	// resource's path.
+	path := strings.TrimSuffix(resource.EscapedPath(), "/")
+	if path != "" {
+		g.metadataPaths = append(g.metadataPaths, wellKnownProtectedResource+path)
+	}
+	g.resourceMetadata = resource.Scheme + "://" + resource.Host + g.metadataPaths[len(g.metadataPaths)-1]
+	return g, nil
+}
+
+// parseResourceURI checks a resource URI: absolute, without a fragment,
+// https or (on a loopback host) http.
+func parseResourceURI(s string) (*url.URL, error) {
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" || u.Fragment != "" || strings.Contains(s, "#") || u.User != nil {
+		return nil, fmt.Errorf("%q is not an absolute URI without a fragment", s)
+	}
+	if err := checkSecureScheme(u); err != nil {
+		return nil, fmt.Errorf("%q: %w", s, err)
+	}
+	return u, nil
+}
+
+// checkSecureScheme accepts https, and http on a loopback host only.
+func checkSecureScheme(u *url.URL) error {
+	switch {
+	case u.Scheme == "https":
+		return nil
+	case u.Scheme == "http" && isLoopbackHost(u.Host):
+		return nil
+	case u.Scheme == "http":
+		return errors.New("must use https (http only on a loopback host)")
+	}
+	return errors.New("must be an https URL")
+}
+
+// checkIssuerURL checks an issuer identifier (RFC 8414 §2): https (http on
+// loopback), a host, no query and no fragment.
+func checkIssuerURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || strings.ContainsAny(s, "?#") || u.User != nil {
+		return fmt.Errorf("issuer %q is not an absolute URL without query or fragment", s)
+	}
+	if err := checkSecureScheme(u); err != nil {
+		return fmt.Errorf("issuer %q: %w", s, err)
+	}
+	return nil
+}
+
+// isScopeToken reports whether s is a scope token: one or more of the
+// printable ASCII characters but space, '"' and '\' (RFC 6749 §3.3).
+func isScopeToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c <= ' ' || c >= 0x7f || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+// admit is the gate of every request, before the endpoint's path is
+// checked. It serves the metadata documents itself (nil: answered), lets
+// other paths through untouched (the handler answers 404), and for the MCP
+// endpoint verifies the bearer token: it returns the request with the
+// Principal in its context, or nil after answering a challenge.
+func (g *authGate) admit(w http.ResponseWriter, r *http.Request, endpoint string) *http.Request {
+	if slices.Contains(g.metadataPaths, r.URL.Path) {
+		g.serveMetadata(w, r)
+		return nil
+	}
+	if r.URL.Path != endpoint {
+		return r
+	}
+	if r.URL.Query().Has(paramAccessToken) {
+		g.challenge(w, http.StatusBadRequest, errorCodeInvalidRequest, "access tokens are accepted in the Authorization header only", g.scopes)
+		return nil
+	}
+	token, problem := bearerToken(r.Header.Values("Authorization"))
+	switch {
+	case problem != "":
+		g.challenge(w, http.StatusBadRequest, errorCodeInvalidRequest, problem, g.scopes)
+		return nil
+	case token == "":
+		g.challenge(w, http.StatusUnauthorized, "", "", g.scopes)
+		return nil
+	}
+	p, err := g.verifier.VerifyToken(r.Context(), token)
+	if err != nil || p == nil || p.ID() == "" {
+		reason := "the access token is not valid for this resource"
+		if te, ok := errors.AsType[*TokenError](err); ok {
+			reason = te.Reason
+		}
+		g.challenge(w, http.StatusUnauthorized, errorCodeInvalidToken, reason, g.scopes)
+		return nil
+	}
+	if p.missingScopes(g.scopes) != nil {
+		g.challenge(w, http.StatusForbidden, errorCodeInsufficientScope, "the access token lacks a scope every request needs", g.scopes)
+		return nil
+	}
+	return r.WithContext(ContextWithPrincipal(r.Context(), p))
+}
+
+// bearerToken returns the token of an Authorization header, "" when there
+// is no Bearer credential, or a problem when the header is malformed or
+// repeated.
+func bearerToken(values []string) (token, problem string) {
+	switch {
+	case len(values) == 0:
+		return "", ""
+	case len(values) > 1:
+		return "", "more than one Authorization header"
+	}
+	scheme, rest, _ := strings.Cut(strings.TrimSpace(values[0]), " ")
+	if !strings.EqualFold(scheme, authSchemeBearer) {
+		return "", "" // another scheme: no bearer credential
+	}
+	token = strings.TrimLeft(rest, " ")
+	if !isToken68(token) {
+		return "", "the Bearer credential is not a token68"
+	}
+	return token, ""
+}
+
+// isToken68 reports whether s is an RFC 7235 token68: 1*( ALPHA / DIGIT /
+// "-" / "." / "_" / "~" / "+" / "/" ) *"=".
+func isToken68(s string) bool {
+	end := len(strings.TrimRight(s, "="))
+	if end == 0 {
+		return false
+	}
+	for i := 0; i < end; i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("-._~+/", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// allowMessage is the gate's check of a decoded POST: a tools/call of a
+// tool with ToolScopes needs them too. It answers a refused message 403
+// insufficient_scope, naming the request's scopes and the tool's, and
+// reports false.
+func (g *authGate) allowMessage(w http.ResponseWriter, r *http.Request, msg *postedMessage) bool {
+	if msg.method != "tools/call" || msg.isNotification() || len(g.toolScopes) == 0 || msg.env.params == nil {
+		return true
+	}
+	raw, ok := lookupMember(msg.env.params, "name")
+	if !ok {
+		return true
+	}
+	name, ok := decodeString(raw)
+	if !ok {
+		return true
+	}
+	need := g.toolScopes[name]
+	if PrincipalFromContext(r.Context()).missingScopes(need) == nil {
+		return true
+	}
+	scopes := slices.Clone(g.scopes)
+	for _, s := range need {
+		if !slices.Contains(scopes, s) {
+			scopes = append(scopes, s)
+		}
+	}
+	g.challenge(w, http.StatusForbidden, errorCodeInsufficientScope, "the tool "+name+" needs more scopes", scopes)
+	return false
+}
+
+// challenge answers status with a Bearer challenge (RFC 6750 §3): the
+// metadata's URL, the scopes, and errorCode with its description when
+// there is one; the body is a JSON-RPC error without id.
+func (g *authGate) challenge(w http.ResponseWriter, status int, errorCode, description string, scopes []string) {
+	var b strings.Builder
+	b.WriteString(authSchemeBearer + " ")
+	if errorCode != "" {
+		b.WriteString(`error="` + errorCode + `", error_description=` + quoteAuthParam(description) + ", ")
+	}
+	b.WriteString("resource_metadata=" + quoteAuthParam(g.resourceMetadata))
+	if len(scopes) > 0 {
+		b.WriteString(", scope=" + quoteAuthParam(strings.Join(scopes, " ")))
+	}
+	w.Header().Set(headerWWWAuthenticate, b.String())
+	message := "Unauthorized"
+	switch status {
+	case http.StatusForbidden:
+		message = "Forbidden"
+	case http.StatusBadRequest:
+		message = "Bad Request"
+	}
+	if description != "" {
+		message += ": " + description
+	}
+	httpError(w, status, message)
+}
+
+// quoteAuthParam returns s as an RFC 9110 quoted-string; characters a
+// quoted-string cannot hold (controls, non-ASCII) become '?'.
+func quoteAuthParam(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '"' || c == '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case c < ' ' && c != '\t' || c >= 0x7f:
+			b.WriteByte('?')
+		default:
+			b.WriteByte(c)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// serveMetadata answers the protected resource metadata document; it needs
+// no token.
+func (g *authGate) serveMetadata(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		httpError(w, http.StatusMethodNotAllowed, "Method Not Allowed")
+		return
+	}
+	w.Header().Set("Cache-Control", "max-age=3600")
+	writeJSONFrame(w, http.StatusOK, g.metadata)
+}
