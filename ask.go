@@ -258,8 +258,9 @@ func encodeAskParams(params any) (json.RawMessage, error) {
 	return encoded, nil
 }
 
-// inputRequest is one question of an input_required result.
-type inputRequest struct {
+// InputRequest is one question to the client: an entry of the inputRequests
+// of a 2026 input_required result, or of a task waiting for input.
+type InputRequest struct {
 	Method string          `json:"method"`
 	Params json.RawMessage `json:"params"`
 }
@@ -285,7 +286,7 @@ type askState struct {
 	mu           sync.Mutex
 	handlerState json.RawMessage
 	used         map[string]storedAnswer // answers returned this round (2026)
-	pending      map[string]inputRequest // questions not answered yet (2026)
+	pending      map[string]InputRequest // questions not answered yet (2026)
 }
 
 // request sends one server-to-client request (initialize era) and waits for
@@ -326,7 +327,7 @@ func (a *askState) answer(key, method string, params json.RawMessage) (json.RawM
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.used == nil {
-		a.used, a.pending = map[string]storedAnswer{}, map[string]inputRequest{}
+		a.used, a.pending = map[string]storedAnswer{}, map[string]InputRequest{}
 	}
 	if ans, ok := a.used[key]; ok && ans.Method == method {
 		return ans.Result, nil
@@ -342,13 +343,13 @@ func (a *askState) answer(key, method string, params json.RawMessage) (json.RawM
 		a.used[key] = storedAnswer{Method: method, Result: result}
 		return result, nil
 	}
-	a.pending[key] = inputRequest{Method: method, Params: params}
+	a.pending[key] = InputRequest{Method: method, Params: params}
 	return nil, fmt.Errorf("%w: %s %q", ErrInputRequired, method, key)
 }
 
 // outcome returns the unanswered questions and the state to seal for the
 // next round: this round's answers and the handler's state.
-func (a *askState) outcome() (map[string]inputRequest, sealedState) {
+func (a *askState) outcome() (map[string]InputRequest, sealedState) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return maps.Clone(a.pending), sealedState{Answers: maps.Clone(a.used), Handler: a.handlerState}
@@ -453,7 +454,7 @@ func decodeListRootsResult(raw json.RawMessage) ([]Root, error) {
 // client's input first. It always carries a requestState: it holds the
 // answers already given and binds the retry to this method and subject.
 type inputRequiredResult struct {
-	InputRequests map[string]inputRequest `json:"inputRequests,omitempty"`
+	InputRequests map[string]InputRequest `json:"inputRequests,omitempty"`
 	RequestState  string                  `json:"requestState"`
 	resultEnvelope
 }
