@@ -133,6 +133,11 @@ type Root struct {
 // Once answered, a key keeps its answer in every later round of the
 // request: to ask again, use another key.
 //
+// In a call that became a task (tasks.go), in either era, the question is
+// one of the task's inputRequests instead: the call blocks until the
+// client answers it with tasks/update, the task is cancelled, or ctx ends.
+// Answers the request got before it became a task (2026) are kept.
+//
 // Errors:
 //   - the client did not declare the capability the method needs (sampling,
 //     elicitation or roots; from initialize, or from the 2026 request's
@@ -166,6 +171,9 @@ func (r *HandlerRequest) Ask(ctx context.Context, key, method string, params any
 	}
 	if err := r.RequireClientCapability(capability); err != nil {
 		return nil, err
+	}
+	if r.task != nil && r.task.enterAsk() {
+		return r.task.ask(ctx, key, method, encoded)
 	}
 	if r.ask.stateless {
 		return r.ask.answer(key, method, encoded)
@@ -345,6 +353,19 @@ func (a *askState) answer(key, method string, params json.RawMessage) (json.RawM
 	}
 	a.pending[key] = InputRequest{Method: method, Params: params}
 	return nil, fmt.Errorf("%w: %s %q", ErrInputRequired, method, key)
+}
+
+// earlierAnswer returns the 2026 answer the request obtained for key and
+// method in this round or carried from an earlier one, if any.
+func (a *askState) earlierAnswer(key, method string) (json.RawMessage, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, answers := range []map[string]storedAnswer{a.used, a.carried} {
+		if ans, ok := answers[key]; ok && ans.Method == method {
+			return ans.Result, true
+		}
+	}
+	return nil, false
 }
 
 // outcome returns the unanswered questions and the state to seal for the

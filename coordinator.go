@@ -758,8 +758,12 @@ func (c *coordinator) endSubscriptions() error {
 
 // changeParamsPrefix returns the params of change's notification without
 // their closing brace: "{" for a list change, `{"uri":…` for a resource
-// update; false when the URI cannot be encoded.
+// update, `{"taskId":…` for a task's status; false when the URI cannot be
+// encoded.
 func changeParamsPrefix(change Change) (string, bool) {
+	if change.Kind == TaskStatus {
+		return change.taskParams, true
+	}
 	if change.Kind != ResourceUpdated {
 		return "{", true
 	}
@@ -773,6 +777,9 @@ func changeParamsPrefix(change Change) (string, bool) {
 // legacyChangeFrame returns the initialize-era notification of change, whose
 // params start with prefix (from changeParamsPrefix).
 func legacyChangeFrame(change Change, prefix string) ([]byte, error) {
+	if change.Kind == TaskStatus {
+		return nil, errors.New("task status changes have no initialize-era notification")
+	}
 	var params json.RawMessage
 	if prefix != "{" {
 		params = json.RawMessage(prefix + "}")

@@ -150,6 +150,7 @@ type ListenFilter struct {
 	PromptsListChanged   bool
 	ResourcesListChanged bool
 	ResourceURIs         []string
+	TaskIDs              []string // tasks whose status changes the stream receives
 	Notifications        json.RawMessage
 }
 
@@ -164,6 +165,8 @@ func (f *ListenFilter) wants(change Change) bool {
 		return f.ResourcesListChanged
 	case ResourceUpdated:
 		return slices.Contains(f.ResourceURIs, change.URI)
+	case TaskStatus:
+		return slices.Contains(f.TaskIDs, change.taskID)
 	}
 	return false
 }
@@ -179,12 +182,21 @@ const (
 	// SubscriptionsEnded ends every open 2026 listen stream from the server
 	// side: each gets its final {resultType:"complete"} response.
 	SubscriptionsEnded
+	// TaskStatus is a task's new state, for the 2026 listen streams that
+	// named the task; the initialize era has no notification for it. Only
+	// the Runtime reports it.
+	TaskStatus
 )
 
 // Change is one event a ChangeSource reports.
 type Change struct {
 	Kind ChangeKind
 	URI  string
+	// taskID and taskParams describe a TaskStatus change: taskParams is the
+	// params object of notifications/tasks without its closing brace, as
+	// changeParamsPrefix returns it, so no stream copies it unless it sends.
+	taskID     string
+	taskParams string
 }
 
 // method is the notification that announces the change.
@@ -196,6 +208,8 @@ func (c Change) method() string {
 		return "notifications/prompts/list_changed"
 	case ResourcesChanged:
 		return "notifications/resources/list_changed"
+	case TaskStatus:
+		return notificationTasks
 	}
 	return "notifications/resources/updated"
 }

@@ -32,6 +32,8 @@ func (h *HTTPHandler) checkMirroredHeaders(header map[string]string, msg *posted
 		member = "name"
 	case "resources/read":
 		member = "uri"
+	case methodTasksGet, methodTasksUpdate, methodTasksCancel:
+		member = "taskId"
 	}
 	if member == "" {
 		return nil

@@ -45,8 +45,13 @@ type progressParams struct {
 // request sends at most 1000 reports, and a message is at most 4096 bytes.
 // It returns after the line is written (backpressure), fails with
 // ErrProgressOutstanding while another report of the request is being
-// written, and fails once the request has been answered or cancelled.
+// written, and fails once the request has been answered or cancelled. In a
+// call that became a task nothing is sent: a non-empty message becomes the
+// task's statusMessage.
 func (r *HandlerRequest) ReportProgress(ctx context.Context, p Progress) error {
+	if r.task != nil && r.task.isTask() {
+		return r.task.setStatusMessage(ctx, p.Message)
+	}
 	if r.progressToken == nil {
 		return nil
 	}
