@@ -125,3 +125,29 @@ func TestHTTPTaskNameHeader(t *testing.T) {
 		})
 	}
 }
+
+// TestHTTPTasksInASession: over HTTP, an initialize-era session's tasks are
+// its own: another session (or a sessionless 2026 request) cannot see them.
+func TestHTTPTasksInASession(t *testing.T) {
+	e := newTaskEnv(t, TaskOptions{})
+	e.addTool("job", TaskOptional, 0, echoTool("done"))
+	s := newHTTPTestServer(t, e.rt, HTTPOptions{})
+	mine := s.legacySession(ProtocolVersion20251125, tasksCaps)
+	theirs := s.legacySession(ProtocolVersion20251125, tasksCaps)
+	resp := s.post(mine, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"job"}}`)
+	if body := readBody(t, resp); !strings.Contains(body, `"taskId":"task-1","status":"working"`) {
+		t.Fatalf("tools/call: status %d, body %s", resp.StatusCode, body)
+	}
+	e.awaitStatus("task-1", TaskCompleted)
+	get := `{"jsonrpc":"2.0","id":3,"method":"tasks/get","params":{"taskId":"task-1"}}`
+	if body := readBody(t, s.post(mine, get)); !strings.Contains(body, `"status":"completed"`) {
+		t.Fatalf("tasks/get in the task's session: %s", body)
+	}
+	if body := readBody(t, s.post(theirs, get)); !strings.Contains(body, `"message":"Task not found"`) {
+		t.Fatalf("tasks/get in another session: %s", body)
+	}
+	sessionless := `{"jsonrpc":"2.0","id":4,"method":"tasks/get","params":{"taskId":"task-1","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":` + tasksCaps + `}}}`
+	if body := readBody(t, s.post(stateless(methodTasksGet, "task-1"), sessionless)); !strings.Contains(body, `"message":"Task not found"`) {
+		t.Fatalf("tasks/get without a session: %s", body)
+	}
+}

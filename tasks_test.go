@@ -408,3 +408,38 @@ func TestTaskCancelAtEveryPoint(t *testing.T) {
 		})
 	}
 }
+
+// TestTaskBackToWorking: once every question is answered the task is
+// working again; a handler that ends with a question outstanding leaves
+// none behind.
+func TestTaskBackToWorking(t *testing.T) {
+	e := newTaskEnv(t, TaskOptions{})
+	g := newGate()
+	e.addTool("asks", TaskOptional, 0, func(ctx context.Context, req *HandlerRequest) (*ToolResult, error) {
+		if _, err := req.Elicit(ctx, "q", formRequest("?", "a", "string")); err != nil {
+			return nil, err
+		}
+		return g.handler(ctx, req)
+	})
+	e.addTool("leaves", TaskOptional, 0, func(ctx context.Context, req *HandlerRequest) (*ToolResult, error) {
+		go req.Elicit(ctx, "late", formRequest("?", "b", "string")) // the handler does not wait for it
+		return g.handler(ctx, req)
+	})
+	id := e.startTask("asks", `{}`)
+	e.awaitQuestions(id, 1)
+	e.ack(e.do(methodTasksUpdate, `{"taskId":"`+id+`","inputResponses":{"q":{"action":"accept","content":{"a":"x"}}}}`))
+	waitFor(t, g.entered, "the handler past its question")
+	if got := e.get(id); got.Status != TaskWorking || len(got.InputRequests) != 0 {
+		t.Fatalf("all answered: %+v", got)
+	}
+	g.release <- gateResult{res: TextResult("done")}
+	e.awaitStatus(id, TaskCompleted)
+
+	left := e.startTask("leaves", `{}`)
+	waitFor(t, g.entered, "the handler")
+	e.awaitQuestions(left, 1)
+	g.release <- gateResult{res: TextResult("done")}
+	if rec := e.awaitStatus(left, TaskCompleted); len(rec.InputRequests) != 0 {
+		t.Fatalf("a completed task asks %v", rec.InputRequests)
+	}
+}
