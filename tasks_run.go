@@ -114,13 +114,13 @@ func (rt *Runtime) runTaskCall(ctx context.Context, c *call, entry *toolEntry, r
 			return rt.taskReply(c, t.rec, resultTypeTask)
 		case <-timer:
 			timer = nil
-			if _, err := t.becomeTask(true); err != nil && t.abandon(errTaskRefused) != phaseAnswered {
-				// The store refused the task: a clear error now rather than
-				// a request that runs until it times out.
+			if _, err := t.becomeTask(true); err != nil && t.stop(errTaskRefused) != phaseAnswered {
+				// The store refused the task: a clear error rather than a
+				// request that runs until it times out.
 				return Reply{Error: t.creationError(err)}
 			}
 		case <-ctx.Done():
-			t.abandon(errTaskAbandoned)
+			t.stop(errTaskAbandoned)
 			return Reply{Error: internalError()} // never written: the request is over
 		}
 	}
@@ -233,6 +233,18 @@ func (t *taskRun) abandon(cause error) runPhase {
 		if err := t.rt.tasks.cancel(context.WithoutCancel(t.reqCtx), t.rec.ID, cause.Error()); err != nil && !errors.Is(err, ErrTaskNotFound) {
 			t.rt.logger.Error("cancelling an abandoned task failed", "task", t.rec.ID, "err", err)
 		}
+	}
+	return phase
+}
+
+// stop abandons the call (see abandon) and, when its handler was still
+// running as a request, waits until it returns: a handler keeps its
+// request's place in the executor until then, as any request's does, so
+// the executor's limits stay true.
+func (t *taskRun) stop(cause error) runPhase {
+	phase := t.abandon(cause)
+	if phase == phaseRequest {
+		<-t.ended
 	}
 	return phase
 }
