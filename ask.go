@@ -138,6 +138,11 @@ type Root struct {
 // Once answered, a key keeps its answer in every later round of the
 // request: to ask again, use another key.
 //
+// In a call that became a task (tasks.go), in either era, the question is
+// one of the task's inputRequests instead: the call blocks until the
+// client answers it with tasks/update, the task is cancelled, or ctx ends.
+// Answers the request got before it became a task (2026) are kept.
+//
 // Errors:
 //   - the request's protocol version does not define the method
 //     (elicitation before 2025-06-18): an error wrapping
@@ -177,6 +182,9 @@ func (r *HandlerRequest) Ask(ctx context.Context, key, method string, params any
 	}
 	if err := r.RequireClientCapability(capability); err != nil {
 		return nil, err
+	}
+	if r.task != nil && r.task.enterAsk() {
+		return r.task.ask(ctx, key, method, encoded)
 	}
 	if r.ask.stateless {
 		return r.ask.answer(key, method, encoded)
@@ -269,8 +277,9 @@ func encodeAskParams(params any) (json.RawMessage, error) {
 	return encoded, nil
 }
 
-// inputRequest is one question of an input_required result.
-type inputRequest struct {
+// InputRequest is one question to the client: an entry of the inputRequests
+// of a 2026 input_required result, or of a task waiting for input.
+type InputRequest struct {
 	Method string          `json:"method"`
 	Params json.RawMessage `json:"params"`
 }
@@ -296,7 +305,7 @@ type askState struct {
 	mu           sync.Mutex
 	handlerState json.RawMessage
 	used         map[string]storedAnswer // answers returned this round (2026)
-	pending      map[string]inputRequest // questions not answered yet (2026)
+	pending      map[string]InputRequest // questions not answered yet (2026)
 }
 
 // request sends one server-to-client request (initialize era) and waits for
@@ -337,7 +346,7 @@ func (a *askState) answer(key, method string, params json.RawMessage) (json.RawM
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.used == nil {
-		a.used, a.pending = map[string]storedAnswer{}, map[string]inputRequest{}
+		a.used, a.pending = map[string]storedAnswer{}, map[string]InputRequest{}
 	}
 	if ans, ok := a.used[key]; ok && ans.Method == method {
 		return ans.Result, nil
@@ -353,13 +362,26 @@ func (a *askState) answer(key, method string, params json.RawMessage) (json.RawM
 		a.used[key] = storedAnswer{Method: method, Result: result}
 		return result, nil
 	}
-	a.pending[key] = inputRequest{Method: method, Params: params}
+	a.pending[key] = InputRequest{Method: method, Params: params}
 	return nil, fmt.Errorf("%w: %s %q", ErrInputRequired, method, key)
+}
+
+// earlierAnswer returns the 2026 answer the request obtained for key and
+// method in this round or carried from an earlier one, if any.
+func (a *askState) earlierAnswer(key, method string) (json.RawMessage, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, answers := range []map[string]storedAnswer{a.used, a.carried} {
+		if ans, ok := answers[key]; ok && ans.Method == method {
+			return ans.Result, true
+		}
+	}
+	return nil, false
 }
 
 // outcome returns the unanswered questions and the state to seal for the
 // next round: this round's answers and the handler's state.
-func (a *askState) outcome() (map[string]inputRequest, sealedState) {
+func (a *askState) outcome() (map[string]InputRequest, sealedState) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return maps.Clone(a.pending), sealedState{Answers: maps.Clone(a.used), Handler: a.handlerState}
@@ -464,7 +486,7 @@ func decodeListRootsResult(raw json.RawMessage) ([]Root, error) {
 // client's input first. It always carries a requestState: it holds the
 // answers already given and binds the retry to this method and subject.
 type inputRequiredResult struct {
-	InputRequests map[string]inputRequest `json:"inputRequests,omitempty"`
+	InputRequests map[string]InputRequest `json:"inputRequests,omitempty"`
 	RequestState  string                  `json:"requestState"`
 	resultEnvelope
 }

@@ -5,6 +5,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"slices"
 	"sync"
 )
@@ -17,6 +18,7 @@ type ListenFilter struct {
 	PromptsListChanged   bool
 	ResourcesListChanged bool
 	ResourceURIs         []string
+	TaskIDs              []string // tasks whose status changes the stream receives
 	Notifications        json.RawMessage
 }
 
@@ -31,6 +33,8 @@ func (f *ListenFilter) wants(change Change) bool {
 		return f.ResourcesListChanged
 	case ResourceUpdated:
 		return slices.Contains(f.ResourceURIs, change.URI)
+	case TaskStatus:
+		return slices.Contains(f.TaskIDs, change.taskID)
 	}
 	return false
 }
@@ -46,12 +50,21 @@ const (
 	// SubscriptionsEnded ends every open 2026 listen stream from the server
 	// side: each gets its final {resultType:"complete"} response.
 	SubscriptionsEnded
+	// TaskStatus is a task's new state, for the 2026 listen streams that
+	// named the task; the initialize era has no notification for it. Only
+	// the Runtime reports it.
+	TaskStatus
 )
 
 // Change is one event a ChangeSource reports.
 type Change struct {
 	Kind ChangeKind
 	URI  string
+	// taskID and taskParams describe a TaskStatus change: taskParams is the
+	// params object of notifications/tasks without its closing brace, as
+	// changeParamsPrefix returns it, so no stream copies it unless it sends.
+	taskID     string
+	taskParams string
 }
 
 // method is the notification that announces the change.
@@ -63,6 +76,8 @@ func (c Change) method() string {
 		return "notifications/prompts/list_changed"
 	case ResourcesChanged:
 		return "notifications/resources/list_changed"
+	case TaskStatus:
+		return notificationTasks
 	}
 	return "notifications/resources/updated"
 }
@@ -88,8 +103,12 @@ func subscriptionParams(prefix, id string) json.RawMessage {
 
 // changeParamsPrefix returns the params of change's notification without
 // their closing brace: "{" for a list change, `{"uri":…` for a resource
-// update; false when the URI cannot be encoded.
+// update, `{"taskId":…` for a task's status; false when the URI cannot be
+// encoded.
 func changeParamsPrefix(change Change) (string, bool) {
+	if change.Kind == TaskStatus {
+		return change.taskParams, true
+	}
 	if change.Kind != ResourceUpdated {
 		return "{", true
 	}
@@ -103,6 +122,9 @@ func changeParamsPrefix(change Change) (string, bool) {
 // legacyChangeFrame returns the initialize-era notification of change, whose
 // params start with prefix (from changeParamsPrefix).
 func legacyChangeFrame(change Change, prefix string) ([]byte, error) {
+	if change.Kind == TaskStatus {
+		return nil, errors.New("task status changes have no initialize-era notification")
+	}
 	var params json.RawMessage
 	if prefix != "{" {
 		params = json.RawMessage(prefix + "}")

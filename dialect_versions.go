@@ -41,6 +41,7 @@ type dialect struct {
 	lastModified      bool // Annotations.lastModified (2025-06-18)
 	elicitation       bool // the elicitation/create request to the client (2025-06-18)
 	icons             bool // icons of Implementation, Tool, Resource, ResourceTemplate and Prompt; Implementation description and websiteUrl (2025-11-25)
+	toolExecution     bool // Tool.execution.taskSupport (2025-11-25 only: 2026-07-28's Tool has no such field; the tasks extension, tasks.go)
 }
 
 // dialectOf returns what version v defines; the zero dialect for a version
@@ -61,7 +62,7 @@ func dialectOf(v string) dialect {
 		return dialect{known: true, streamableHTTP: true,
 			toolAnnotations: true, audioContent: true, completionsCap: true, progressMessage: true,
 			titles: true, structuredContent: true, resourceLinks: true, entityMeta: true, lastModified: true, elicitation: true,
-			icons: true}
+			icons: true, toolExecution: true}
 	case ProtocolVersion20260728:
 		return dialect{known: true, stateless: true, streamableHTTP: true,
 			toolAnnotations: true, audioContent: true, completionsCap: true, progressMessage: true,
@@ -130,6 +131,9 @@ func (d dialect) tool(t Tool) Tool {
 	}
 	if !d.icons {
 		t.Icons = nil
+	}
+	if !d.toolExecution || t.Execution == nil || t.Execution.TaskSupport == "" {
+		t.Execution = nil
 	}
 	return t
 }

@@ -6,10 +6,12 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -23,6 +25,32 @@ const goldenSync = `{"jsonrpc":"2.0","id":"golden-sync","method":"ping"}`
 // most recent result that carried one, so a transcript can follow pagination
 // without spelling out the opaque cursor text.
 const goldenNextCursor = "{{nextCursor}}"
+
+// goldenAwaitPrefix starts a transcript line of its own, such as "{{await
+// task-2 input_required 2}}": it waits until the task has that status (and,
+// when a number follows, waits for that many questions), since the task's
+// handler runs on its own, and it writes nothing.
+const goldenAwaitPrefix = "{{await "
+
+// goldenAwait runs an await line, reporting whether line is one.
+func goldenAwait(t *testing.T, rt *Runtime, line string) bool {
+	rest, found := strings.CutPrefix(line, goldenAwaitPrefix)
+	if !found {
+		return false
+	}
+	fields := strings.Fields(strings.TrimSuffix(rest, "}}"))
+	if len(fields) < 2 {
+		t.Fatalf("malformed await line %q", line)
+	}
+	questions := -1
+	if len(fields) == 3 {
+		fmt.Sscan(fields[2], &questions)
+	}
+	(&taskEnv{t: t, rt: rt}).await(fields[0], line, func(r *TaskRecord) bool {
+		return r.Status == fields[1] && (questions < 0 || len(r.InputRequests) == questions)
+	})
+	return true
+}
 
 // goldenCursorKey replaces the runtime's random cursor key, so the cursors
 // written in the transcripts are the same on every run.
@@ -78,6 +106,9 @@ func runGolden(t *testing.T, inPath, outPath string) {
 	var nextCursor string
 	for i, line := range strings.SplitAfter(strings.TrimSuffix(string(input), "\n"), "\n") {
 		line = strings.TrimSuffix(line, "\n")
+		if goldenAwait(t, rt, line) {
+			continue
+		}
 		if strings.Contains(line, goldenNextCursor) {
 			if nextCursor == "" {
 				t.Fatalf("%s line %d uses %s before any result carried a nextCursor", inPath, i+1, goldenNextCursor)
@@ -146,6 +177,11 @@ func newGoldenRuntime(t *testing.T, register func(*Runtime) error) *Runtime {
 		t.Fatal(err)
 	}
 	rt.cursors = cursorCodec{key: []byte(goldenCursorKey)}
+	// Tasks get the IDs task-1, task-2, ... and a fixed clock.
+	var taskIDs atomic.Int64
+	clock := newFakeClock()
+	rt.tasks.newID = func() string { return fmt.Sprintf("task-%d", taskIDs.Add(1)) }
+	rt.tasks.now, rt.tasks.store.(*memoryTaskStore).now = clock.Now, clock.Now
 	if err := register(rt); err != nil {
 		t.Fatal(err)
 	}

@@ -44,6 +44,8 @@ func checkMirroredHeaders(d Dispatcher, header map[string]string, msg *postedMes
 		member = "name"
 	case methodResourcesRead:
 		member = "uri"
+	case methodTasksGet, methodTasksUpdate, methodTasksCancel:
+		member = "taskId"
 	}
 	if member == "" {
 		return nil

@@ -58,7 +58,8 @@ type logMessageParams struct {
 // logger (may be ""), when the client asked for messages at that level: in
 // the initialize era with logging/setLevel, in 2026-07-28 with the request's
 // _meta logLevel. Otherwise it does nothing and returns nil. It blocks until
-// the message is written, and fails once the request has been answered.
+// the message is written, and fails once the request has been answered. In
+// a call that became a task nothing is sent and it returns nil.
 func (r *HandlerRequest) Log(ctx context.Context, level, logger string, data any) error {
 	severity := logSeverity(level)
 	if severity < 0 {

@@ -48,7 +48,8 @@ type config struct {
 	allowedHosts, allowedOrigins              []string
 	keepAlive                                 time.Duration
 	pageSize                                  int
-	auth                                      authFlags // main_auth.go
+	auth                                      authFlags   // main_auth.go
+	tasks                                     TaskOptions // the tasks extension's bounds
 }
 
 // parseFlags parses args; the error has been reported on stderr already.
@@ -79,6 +80,13 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&origins, "http-allowed-origins", "", "with -http, comma-separated Origin values (scheme://host[:port]) accepted besides loopback origins")
 	fs.DurationVar(&c.keepAlive, "http-keep-alive", DefaultKeepAlive, "with -http, period of keep-alive comments on long-lived SSE streams")
 	c.auth.register(fs)
+	fs.IntVar(&c.tasks.MaxTasks, "max-tasks", DefaultMaxTasks, "tasks kept at once, running or finished (the tasks extension)")
+	fs.IntVar(&c.tasks.MaxTasksPerOwner, "max-tasks-per-owner", DefaultMaxTasksPerOwner, "tasks kept at once for one connection or HTTP session")
+	fs.Int64Var(&c.tasks.MaxBytes, "max-task-bytes", DefaultMaxTaskBytes, "bytes of results, questions, answers and running tasks' requests kept by all tasks")
+	fs.Int64Var(&c.tasks.MaxBytesPerOwner, "max-task-bytes-per-owner", DefaultMaxTaskBytesOwner, "the same, for the tasks of one connection or HTTP session")
+	fs.DurationVar(&c.tasks.TTL, "task-ttl", DefaultTaskTTL, "how long a task is kept from its creation (ttlMs); its work is cancelled then")
+	fs.DurationVar(&c.tasks.PollInterval, "task-poll-interval", DefaultTaskPollInterval, "the pollIntervalMs suggested to clients; faster tasks/get polls are refused beyond -task-poll-burst")
+	fs.IntVar(&c.tasks.PollBurst, "task-poll-burst", DefaultTaskPollBurst, "tasks/get polls of one task answered in a row faster than -task-poll-interval")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -116,6 +124,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if c.pageSize <= 0 {
 		return fail("-page-size must be positive, got %d", c.pageSize)
 	}
+	if err := c.checkTaskFlags(); err != nil {
+		return fail("%v", err)
+	}
 	if c.maxQueue < -1 {
 		return fail("-max-queue must not be negative, got %d", c.maxQueue)
 	}
@@ -130,6 +141,26 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		c.stateKey = key
 	}
 	return c, nil
+}
+
+// checkTaskFlags refuses a task bound that is not positive (the option's
+// zero would mean the default, not zero).
+func (c *config) checkTaskFlags() error {
+	t := c.tasks
+	for name, v := range map[string]int64{
+		"-max-tasks": int64(t.MaxTasks), "-max-tasks-per-owner": int64(t.MaxTasksPerOwner),
+		"-max-task-bytes": t.MaxBytes, "-max-task-bytes-per-owner": t.MaxBytesPerOwner, "-task-poll-burst": int64(t.PollBurst),
+	} {
+		if v <= 0 {
+			return fmt.Errorf("%s must be positive, got %d", name, v)
+		}
+	}
+	for name, v := range map[string]time.Duration{"-task-ttl": t.TTL, "-task-poll-interval": t.PollInterval} {
+		if v <= 0 {
+			return fmt.Errorf("%s must be positive, got %v", name, v)
+		}
+	}
+	return nil
 }
 
 // readStateKey returns the secret in file: its bytes without trailing ASCII
@@ -176,6 +207,7 @@ func run(args []string, stdin, stdout, stderr *os.File) int {
 		ResourcesSubscribe:   true,
 		StateKey:             c.stateKey,
 		PageSize:             c.pageSize,
+		Tasks:                c.tasks,
 		Logger:               logger,
 	})
 	if err != nil {

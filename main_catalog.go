@@ -74,6 +74,7 @@ func registerReferenceCatalog(rt *Runtime) error {
 		registerReferencePrompts,
 		registerLiveFixtures,
 		registerAskingFixtures,
+		registerTaskFixtures,
 	}
 	for _, register := range steps {
 		if err := register(rt, media); err != nil {

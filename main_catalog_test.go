@@ -205,7 +205,8 @@ func TestReferenceMissingCapability(t *testing.T) {
 func TestReferenceToolsList(t *testing.T) {
 	rt := newCatalogRuntime(t)
 	wantNames := []string{
-		"echo", "json_schema_2020_12_tool", "sleep", "test_audio_content",
+		"confirm_delete", "echo", "failing_job", "greet", "json_schema_2020_12_tool", "multi_input",
+		"protocol_error_job", "sleep", "slow_compute", "test_audio_content",
 		"test_elicitation", "test_elicitation_sep1034_defaults", "test_elicitation_sep1330_enums",
 		"test_embedded_resource", "test_error_handling", "test_image_content",
 		"test_input_required_result_capabilities", "test_input_required_result_elicitation",
@@ -214,7 +215,7 @@ func TestReferenceToolsList(t *testing.T) {
 		"test_input_required_result_sampling", "test_input_required_result_tampered_state",
 		"test_logging_tool", "test_missing_capability", "test_multiple_content_types", "test_sampling",
 		"test_simple_text", "test_streaming_elicitation", "test_tool_with_logging", "test_tool_with_progress",
-		"test_trigger_prompt_change", "test_trigger_tool_change",
+		"test_tool_with_task", "test_trigger_prompt_change", "test_trigger_tool_change",
 	}
 	for _, version := range catalogVersions() {
 		t.Run(version, func(t *testing.T) {
@@ -274,6 +275,9 @@ func TestReferenceToolSchemas(t *testing.T) {
 		"json_schema_2020_12_tool": catalogWantSchema2020,
 		"test_sampling":            `{"type":"object","properties":{"prompt":{"type":"string","description":"The prompt to send to the LLM"}},"required":["prompt"]}`,
 		"test_elicitation":         `{"type":"object","properties":{"message":{"type":"string","description":"The message to show the user"}},"required":["message"]}`,
+		"greet":                    greetSchema,
+		"slow_compute":             slowComputeSchema,
+		"confirm_delete":           confirmSchema,
 	}
 	var res struct {
 		Tools []struct {
@@ -460,7 +464,7 @@ func TestReferenceCapabilities(t *testing.T) {
 	if reply.Error != nil || json.Unmarshal(reply.Result, &res) != nil {
 		t.Fatalf("initialize: %s %+v", reply.Result, reply.Error)
 	}
-	if want := `{"completions":{},"prompts":{},"resources":{},"tools":{}}`; string(res.Capabilities) != want {
+	if want := `{"completions":{},"prompts":{},"resources":{},"tools":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}`; string(res.Capabilities) != want {
 		t.Errorf("capabilities %s, want %s", res.Capabilities, want)
 	}
 }

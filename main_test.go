@@ -294,6 +294,13 @@ func TestBinaryBadFlags(t *testing.T) {
 		{"-max-line-bytes", "0"},
 		{"-max-inflight-bytes", "0"},
 		{"-page-size", "0"},
+		{"-max-tasks", "0"},
+		{"-max-tasks-per-owner", "-1"},
+		{"-max-task-bytes", "0"},
+		{"-max-task-bytes-per-owner", "0"},
+		{"-task-ttl", "0s"},
+		{"-task-poll-interval", "-1ms"},
+		{"-task-poll-burst", "0"},
 		{"-write-timeout", "-1s"},
 		{"-notify-every", "1s"},
 		{"-log-level", "loud"},
@@ -437,5 +444,28 @@ func TestBinaryReplicasShareRequestState(t *testing.T) {
 		if code, _ := p.exit(); code != 0 {
 			t.Errorf("exit status %d, stderr %s", code, p.stderrText())
 		}
+	}
+}
+
+// The task flags reach the runtime: a task of the binary suggests
+// -task-poll-interval and lives -task-ttl, and -max-tasks-per-owner bounds
+// the tasks of one connection.
+func TestBinaryTaskFlags(t *testing.T) {
+	p := startServer(t, "-max-tasks-per-owner", "1", "-task-poll-interval", "2s", "-task-ttl", "90s")
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}`
+	created := resultOf(t, p.call(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow_compute","arguments":{"seconds":600},`+meta+`}}`))
+	if created["resultType"] != "task" || created["pollIntervalMs"] != float64(2000) || created["ttlMs"] != float64(90000) {
+		t.Fatalf("tools/call answered %v", created)
+	}
+	refused := p.call(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow_compute","arguments":{"seconds":600},` + meta + `}}`)
+	if e, _ := refused["error"].(map[string]any); e["message"] != "Server task capacity exhausted: this client holds 1 tasks, its limit" {
+		t.Fatalf("a second task answered %v", refused)
+	}
+	cancel := p.call(`{"jsonrpc":"2.0","id":3,"method":"tasks/cancel","params":{"taskId":"` + created["taskId"].(string) + `",` + meta + `}}`)
+	if resultOf(t, cancel)["resultType"] != "complete" {
+		t.Fatalf("tasks/cancel answered %v", cancel)
+	}
+	if code, rest := p.exit(); code != 0 || len(rest) != 0 {
+		t.Fatalf("exit status %d, frames %v, stderr: %s", code, rest, p.stderrText())
 	}
 }

@@ -24,15 +24,18 @@ var protocolNotifications = []string{
 	"notifications/roots/list_changed",
 	"notifications/subscriptions/acknowledged",
 	"notifications/elicitation/complete",
-	"notifications/tasks/status",
+	notificationTasks,
 }
+
+// reservedNotificationPrefix is reserved by the tasks extension.
+const reservedNotificationPrefix = notificationTasks + "/"
 
 func validateNotificationMethods(methods []string) error {
 	for _, m := range methods {
 		if !strings.HasPrefix(m, "notifications/") || len(m) == len("notifications/") {
 			return fmt.Errorf("mcpstdio: notification method %q must start with \"notifications/\"", m)
 		}
-		if slices.Contains(protocolNotifications, m) {
+		if slices.Contains(protocolNotifications, m) || strings.HasPrefix(m, reservedNotificationPrefix) {
 			return fmt.Errorf("mcpstdio: notification method %q is defined by the protocol and cannot be sent by the application", m)
 		}
 	}

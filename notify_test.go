@@ -101,7 +101,7 @@ func TestNotificationMethodsRefuseProtocolNames(t *testing.T) {
 		"notifications/resources/list_changed", "notifications/tools/list_changed",
 		"notifications/prompts/list_changed", "notifications/roots/list_changed",
 		"notifications/subscriptions/acknowledged", "notifications/elicitation/complete",
-		"notifications/tasks/status",
+		"notifications/tasks", "notifications/tasks/status", "notifications/tasks/anything",
 	} {
 		_, err := NewTransport(newTestDispatcher(), Options{Input: strings.NewReader(""), Output: io.Discard, NotificationMethods: []string{appNotification, m}})
 		if err == nil || !strings.Contains(err.Error(), "defined by the protocol") {

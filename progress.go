@@ -46,8 +46,13 @@ type progressParams struct {
 // (sent from protocol version 2025-03-26 on; 2024-11-05 has no message).
 // It returns after the line is written (backpressure), fails with
 // ErrProgressOutstanding while another report of the request is being
-// written, and fails once the request has been answered or cancelled.
+// written, and fails once the request has been answered or cancelled. In a
+// call that became a task nothing is sent: a non-empty message becomes the
+// task's statusMessage.
 func (r *HandlerRequest) ReportProgress(ctx context.Context, p Progress) error {
+	if r.task != nil && r.task.isTask() {
+		return r.task.setStatusMessage(ctx, p.Message)
+	}
 	if r.progressToken == nil {
 		return nil
 	}

@@ -72,6 +72,9 @@ type RuntimeOptions struct {
 	// to an initialize-era connection before it calls logging/setLevel;
 	// empty means none are sent until it does.
 	DefaultLogLevel string
+	// Tasks configure the tasks extension (tasks.go): where tasks are kept
+	// and their bounds. It is advertised while a tool declares task support.
+	Tasks TaskOptions
 	// Logger receives diagnostics (handler panics, results that failed to
 	// encode); nil discards them. Never written to the protocol output.
 	Logger *slog.Logger
@@ -116,6 +119,8 @@ type Runtime struct {
 	plans planCache // of the types handlers bind and typed tools return
 
 	watchers changeWatchers
+
+	tasks *taskManager // set by NewRuntime
 }
 
 var _ fastPathDispatcher = (*Runtime)(nil)
@@ -161,6 +166,9 @@ func NewRuntime(opts RuntimeOptions) (*Runtime, error) {
 	}
 	if rt.serverInfoMeta, err = marshalJSON(map[string]json.RawMessage{metaKeyServerInfo: rt.serverInfoJSON}); err != nil {
 		return nil, fmt.Errorf("runtime options: encoding ServerInfo: %w", err)
+	}
+	if rt.tasks, err = newTaskManager(opts.Tasks, opts.Logger, rt.emit); err != nil {
+		return nil, fmt.Errorf("runtime options: %w", err)
 	}
 	return rt, nil
 }
@@ -265,7 +273,7 @@ func (rt *Runtime) Dispatch(ctx context.Context, req *Request) Reply {
 	case c.era == eraStateless && req.Method == "server/discover":
 		return rt.discover(c)
 	case c.era == eraStateless && req.Method == "subscriptions/listen":
-		return rt.listen(c)
+		return rt.listen(ctx, c)
 	case c.era == eraLegacy && req.Method == "logging/setLevel" && rt.logging:
 		return rt.setLogLevel(c)
 	case c.era == eraLegacy && req.Method == "resources/subscribe" && rt.resourcesSubscribe && rt.servesResources():
@@ -295,6 +303,8 @@ func (rt *Runtime) serveCatalog(ctx context.Context, c *call) Reply {
 		return rt.getPrompt(ctx, c)
 	case "completion/complete":
 		return rt.complete(ctx, c)
+	case methodTasksGet, methodTasksUpdate, methodTasksCancel:
+		return rt.serveTasks(ctx, c)
 	}
 	return Reply{Error: methodNotFound(c.req.Method)}
 }
@@ -338,6 +348,7 @@ type HandlerRequest struct {
 
 	rt            *Runtime        // nil for a HandlerRequest built outside Dispatch
 	peer          Peer            // nil when there is no client to reach
+	task          *taskRun        // a tools/call that may become a task; else nil
 	progressToken json.RawMessage // the request's _meta.progressToken, nil when absent
 	logThreshold  string          // see Runtime.logThreshold
 	progress      progressState
@@ -556,6 +567,9 @@ type serverCapabilities struct {
 	Prompts     *listCapability `json:"prompts,omitempty"`
 	Resources   *listCapability `json:"resources,omitempty"`
 	Tools       *listCapability `json:"tools,omitempty"`
+	// Extensions lists the extensions served: the tasks extension while a
+	// tool declares task support.
+	Extensions map[string]struct{} `json:"extensions,omitempty"`
 }
 
 type listCapability struct {
@@ -582,6 +596,9 @@ func (rt *Runtime) capabilities() serverCapabilities {
 	}
 	if len(rt.cat.tools.list) > 0 {
 		caps.Tools = &listCapability{ListChanged: rt.listChanged[listTools]}
+	}
+	if rt.cat.taskTools > 0 {
+		caps.Extensions = map[string]struct{}{TasksExtension: {}}
 	}
 	return caps
 }

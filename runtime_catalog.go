@@ -68,6 +68,9 @@ type catalog struct {
 	// completers counts registered completion handlers; completions are
 	// advertised while it is positive.
 	completers int
+	// taskTools counts registered tools that declare task support; the
+	// tasks extension is advertised while it is positive.
+	taskTools int
 }
 
 func newCatalog() catalog {

@@ -24,11 +24,15 @@ type Tool struct {
 	OutputSchema json.RawMessage  `json:"outputSchema,omitempty"`
 	Annotations  *ToolAnnotations `json:"annotations,omitempty"`
 	Icons        []Icon           `json:"icons,omitempty"`
-	Meta         json.RawMessage  `json:"_meta,omitempty"` // a JSON object, or nil
+	// Execution, when set, says whether calls may run as tasks (the tasks
+	// extension, tasks.go); its taskSupport is sent to 2025-11-25 clients
+	// only, the version whose Tool defines it.
+	Execution *ToolExecution  `json:"execution,omitempty"`
+	Meta      json.RawMessage `json:"_meta,omitempty"` // a JSON object, or nil
 	// A client of an older protocol version is sent only the fields its
 	// version defines (dialect.tool): no Icons before 2025-11-25; no Title,
 	// OutputSchema or Meta before 2025-06-18; no Annotations before
-	// 2025-03-26.
+	// 2025-03-26; no Execution but to 2025-11-25.
 }
 
 // ToolAnnotations are hints about a tool's behaviour.
@@ -87,15 +91,21 @@ func (rt *Runtime) AddTool(tool Tool, handler ToolHandler) error {
 	if !rt.cat.tools.add(tool.Name, entry) {
 		return fmt.Errorf("adding tool %q: a tool of that name is already registered", tool.Name)
 	}
+	if entry.tool.Execution.supportsTasks() {
+		rt.cat.taskTools++
+	}
 	rt.AnnounceListChanged(ToolsChanged)
 	return nil
 }
 
 // RemoveTool unregisters the named tool and reports whether it was
-// registered. Calls already running finish.
+// registered. Calls already running finish, and so do its tasks.
 func (rt *Runtime) RemoveTool(name string) bool {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
+	if e := rt.cat.tools.byKey[name]; e != nil && e.tool.Execution.supportsTasks() {
+		rt.cat.taskTools--
+	}
 	return rt.announceIf(rt.cat.tools.remove(name), ToolsChanged)
 }
 
@@ -121,6 +131,15 @@ func newToolEntry(tool Tool, handler ToolHandler) (*toolEntry, error) {
 	}
 	if tool.Meta != nil && !isJSONObjectText(tool.Meta) {
 		return nil, errors.New("_meta must be a JSON object")
+	}
+	if e := tool.Execution; e != nil {
+		switch e.TaskSupport {
+		case "", TaskForbidden, TaskOptional, TaskRequired:
+		default:
+			return nil, fmt.Errorf("execution.taskSupport %q is not %q, %q or %q", e.TaskSupport, TaskForbidden, TaskOptional, TaskRequired)
+		}
+		copied := *e
+		tool.Execution = &copied
 	}
 	tool.InputSchema = slices.Clone(tool.InputSchema)
 	tool.OutputSchema = slices.Clone(tool.OutputSchema)
@@ -197,6 +216,10 @@ func (rt *Runtime) callTool(ctx context.Context, c *call) Reply {
 	if entry == nil {
 		return Reply{Error: invalidParams("Unknown tool: " + name)}
 	}
+	taskEligible := entry.tool.Execution.supportsTasks() && tasksDeclared(c)
+	if entry.tool.Execution != nil && entry.tool.Execution.TaskSupport == TaskRequired && !taskEligible {
+		return Reply{Error: errTasksNotDeclared()}
+	}
 	if missing := missingMembers(jsonObject(args), entry.required); len(missing) > 0 {
 		return rt.toolResultReply(c, &ToolResult{
 			Content: []Content{TextContent(fmt.Sprintf("Invalid arguments for tool %s: missing required argument(s): %s", name, strings.Join(missing, ", ")))},
@@ -208,7 +231,17 @@ func (rt *Runtime) callTool(ctx context.Context, c *call) Reply {
 	if rerr = rt.startAsking(c, &req.ask, name); rerr != nil {
 		return Reply{Error: rerr}
 	}
+	if taskEligible {
+		return rt.runTaskCall(ctx, c, entry, req)
+	}
 	res, err := runHandler(rt, c, name, func() (*ToolResult, error) { return entry.handler(ctx, req) })
+	return rt.toolCallReply(c, req, res, err)
+}
+
+// toolCallReply answers the call c of a tool whose handler (with request req)
+// returned res and err.
+func (rt *Runtime) toolCallReply(c *call, req *HandlerRequest, res *ToolResult, err error) Reply {
+	name := req.Name
 	if err != nil {
 		if reply, ok := rt.inputRequired(c, &req.ask, err); ok {
 			return reply

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 )
 
@@ -143,11 +145,14 @@ type listenRequest struct {
 	PromptsListChanged    bool     `json:"promptsListChanged,omitempty"`
 	ResourcesListChanged  bool     `json:"resourcesListChanged,omitempty"`
 	ResourceSubscriptions []string `json:"resourceSubscriptions,omitempty"`
+	// TaskIDs (the tasks extension) asks for notifications/tasks of these
+	// tasks; the request must declare the extension.
+	TaskIDs []string `json:"taskIds,omitempty"`
 }
 
 // listen answers subscriptions/listen (2026): the honoured subset of what
 // was asked, which the transport acknowledges and then serves.
-func (rt *Runtime) listen(c *call) Reply {
+func (rt *Runtime) listen(ctx context.Context, c *call) Reply {
 	raw, ok := c.params.lookup("notifications")
 	if !ok || !isJSONObject(raw) {
 		return Reply{Error: invalidParams("Invalid params: subscriptions/listen requires a notifications object")}
@@ -164,6 +169,12 @@ func (rt *Runtime) listen(c *call) Reply {
 			return Reply{Error: err}
 		}
 	}
+	if len(asked.TaskIDs) > maxListenResources {
+		return Reply{Error: invalidParams(fmt.Sprintf("Invalid params: at most %d taskIds", maxListenResources))}
+	}
+	if len(asked.TaskIDs) > 0 && !tasksDeclared(c) {
+		return Reply{Error: errTasksNotDeclared()}
+	}
 	caps := rt.capabilities()
 	honoured := listenRequest{
 		ToolsListChanged:     asked.ToolsListChanged && caps.Tools != nil && caps.Tools.ListChanged,
@@ -177,6 +188,11 @@ func (rt *Runtime) listen(c *call) Reply {
 			}
 		}
 	}
+	for _, id := range asked.TaskIDs {
+		if _, rerr := rt.tasks.visible(ctx, c, id); rerr == nil && !slices.Contains(honoured.TaskIDs, id) {
+			honoured.TaskIDs = append(honoured.TaskIDs, id)
+		}
+	}
 	ack, err := marshalJSON(honoured)
 	if err != nil {
 		return Reply{Error: internalError()}
@@ -186,6 +202,7 @@ func (rt *Runtime) listen(c *call) Reply {
 		PromptsListChanged:   honoured.PromptsListChanged,
 		ResourcesListChanged: honoured.ResourcesListChanged,
 		ResourceURIs:         honoured.ResourceSubscriptions,
+		TaskIDs:              honoured.TaskIDs,
 		Notifications:        ack,
 	}}
 }
