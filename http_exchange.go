@@ -53,7 +53,10 @@ func (h *HTTPHandler) newExchange(s *httpSession, msg *postedMessage) *httpExcha
 		calls: make(chan *peerCall),
 		done:  make(chan struct{}),
 	}
-	x.job.key, x.job.work, x.job.size = msg.id, x, msg.size
+	x.job.key, x.job.work, x.job.hold = msg.id, x, msg.res
+	if msg.res == nil {
+		x.job.size = msg.size
+	}
 	x.peer = requestPeer{calls: x.calls, done: x.done}
 	x.req.handlerSpace = &x.handlerSpace
 	return x
@@ -75,7 +78,7 @@ func (x *httpExchange) run(ctx context.Context) any {
 // it sends is kept for the resumption. A 2026 request whose client closes
 // the response is cancelled, and nothing more is written for it.
 func (h *HTTPHandler) runExchange(w http.ResponseWriter, r *http.Request, x *httpExchange) {
-	x.sub = h.executor.NewSubmitter()
+	x.sub = h.submitterFor(x.msg)
 	defer x.sub.Close()
 	defer close(x.done)
 	x.sse = newSSEWriter(w, h.opts.WriteTimeout)
