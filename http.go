@@ -18,7 +18,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"mime"
 	"net"
 	"net/http"
 	"net/url"
@@ -284,6 +283,9 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
+	if refuseRepeatedRoutingHeader(w, r) {
+		return
+	}
 	switch r.Method {
 	case http.MethodPost:
 		h.servePost(w, r)
@@ -357,31 +359,6 @@ func isLoopbackHost(hostport string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
-}
-
-// mediaTypes reports which of JSON and SSE an Accept header admits; a
-// missing header admits both.
-func mediaTypes(accept []string) (json, sse bool) {
-	if len(accept) == 0 {
-		return true, true
-	}
-	for _, line := range accept {
-		for _, part := range strings.Split(line, ",") {
-			mt, _, err := mime.ParseMediaType(strings.TrimSpace(part))
-			if err != nil {
-				continue
-			}
-			switch mt {
-			case "*/*":
-				json, sse = true, true
-			case "application/json", "application/*":
-				json = true
-			case "text/event-stream", "text/*":
-				sse = true
-			}
-		}
-	}
-	return json, sse
 }
 
 // servePost serves one JSON-RPC message POSTed to the endpoint.
