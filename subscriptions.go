@@ -141,6 +141,33 @@ type listenRequest struct {
 	ResourceSubscriptions []string `json:"resourceSubscriptions,omitempty"`
 }
 
+// decodeListenRequest reads the notifications object of a
+// subscriptions/listen request; a member of another type (null is taken as
+// absent) is refused with a message naming it.
+func decodeListenRequest(raw json.RawMessage) (listenRequest, *RPCError) {
+	var asked listenRequest
+	for _, opt := range []struct {
+		name string
+		dst  *bool
+	}{
+		{"toolsListChanged", &asked.ToolsListChanged},
+		{"promptsListChanged", &asked.PromptsListChanged},
+		{"resourcesListChanged", &asked.ResourcesListChanged},
+	} {
+		switch v, _ := lookupMember(raw, opt.name); string(v) {
+		case "", "null", "false":
+		case "true":
+			*opt.dst = true
+		default:
+			return listenRequest{}, invalidParams("Invalid params: notifications." + opt.name + " must be a boolean")
+		}
+	}
+	if v, ok := lookupMember(raw, "resourceSubscriptions"); ok && json.Unmarshal(v, &asked.ResourceSubscriptions) != nil {
+		return listenRequest{}, invalidParams("Invalid params: notifications.resourceSubscriptions must be an array of strings")
+	}
+	return asked, nil
+}
+
 // listen answers subscriptions/listen (2026): the honoured subset of what
 // was asked, which the transport acknowledges and then serves.
 func (rt *Runtime) listen(c *call) Reply {
@@ -148,9 +175,9 @@ func (rt *Runtime) listen(c *call) Reply {
 	if !ok || !isJSONObject(raw) {
 		return Reply{Error: invalidParams("Invalid params: subscriptions/listen requires a notifications object")}
 	}
-	var asked listenRequest
-	if err := json.Unmarshal(raw, &asked); err != nil {
-		return Reply{Error: invalidParams("Invalid params: notifications: " + err.Error())}
+	asked, rerr := decodeListenRequest(raw)
+	if rerr != nil {
+		return Reply{Error: rerr}
 	}
 	if len(asked.ResourceSubscriptions) > maxListenResources {
 		return Reply{Error: invalidParams(fmt.Sprintf("Invalid params: at most %d resourceSubscriptions", maxListenResources))}
