@@ -45,10 +45,11 @@ type HTTPListenerOptions struct {
 //
 // The check looks at header lines (a line starting with either name, in one
 // block of lines without a blank one), not at message framing, so it sees
-// the bytes of plaintext HTTP/1.1 only: with TLS, wrap the listener tls
-// returns, not the TCP one. A body holding both header lines at the start
-// of lines in one block (never JSON, which has no raw line breaks in
-// strings, unless a chunk boundary falls just before each) ends its own
+// plaintext HTTP/1.1 only: under TLS (http.Server.ServeTLS wraps this
+// listener's connections) the connection bound holds but the check sees
+// encrypted bytes and finds nothing. A body holding both header lines at
+// the start of lines in one block (never JSON, which has no raw line breaks
+// in strings, unless a chunk boundary falls just before each) ends its own
 // connection the same way.
 //
 // Its methods are safe for concurrent use.
@@ -131,6 +132,15 @@ func (c *guardedConn) Read(p []byte) (int, error) {
 func (c *guardedConn) Close() error {
 	c.closeOnce.Do(func() { <-c.slots })
 	return c.Conn.Close()
+}
+
+// CloseWrite half-closes a TCP connection, as net/http does after an error
+// answer so that the client reads it before the connection is reset.
+func (c *guardedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
 }
 
 // framingScan follows the lines of a connection's input to find a block of
