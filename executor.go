@@ -466,8 +466,10 @@ func (s *Submitter) submit(j *job, timeout time.Duration) (ExecutionRef, error) 
 // (or the executor) is closed. Jobs running at the same time deliver in no
 // particular order, but a job whose function returns hands its outcome over
 // before it gives up its slot, so with MaxConcurrency 1 the outcomes of jobs
-// that complete arrive in the order the jobs were admitted (while the reader
-// keeps within the channel's buffer). The channel is never closed. Outcomes
+// of one client that complete arrive in the order the jobs were admitted
+// (while the reader keeps within the channel's buffer; jobs of several
+// clients start in the order of ExecutorClient's rule). The channel is never
+// closed. Outcomes
 // waiting for a slow reader are kept, however many, never dropped, until the
 // submitter closes.
 func (s *Submitter) Outcomes() <-chan Outcome { return s.outcomes }
