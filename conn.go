@@ -72,6 +72,11 @@ type connConfig struct {
 	noClientRequests bool
 	sessionID        string
 	transport        string // Request.Transport of every message
+	// changes, when not nil, is the box the connection's catalog changes
+	// arrive in (the owner passes them to onChanges): a listen stream that
+	// opens first takes what is in it for the streams open before it, so
+	// that it never gets a change older than itself.
+	changes *changeBox
 	// calls carries the Peer calls of running requests and the
 	// application's Notify calls; the owner selects on it and passes each
 	// to onPeerCall. Nil makes one (the stdio transport makes it first, for
@@ -229,6 +234,10 @@ type message struct {
 	// values, when not nil, is the context whose values its handler's
 	// context carries (an HTTP request's); nil: the connection's.
 	values context.Context
+	// hold, when not nil, is the reservation of the message's bytes (an
+	// HTTP body, counted from before it was read), which its job holds
+	// instead of counting size.
+	hold *Reservation
 }
 
 // onMessage runs steps 3 to 7 of the per-line pipeline (SPEC §4) for m.
@@ -260,7 +269,10 @@ func (c *connection) onMessage(m message) error {
 	ex := c.newExecution()
 	ex.conn, ex.route, ex.id, ex.method, ex.request = c, r, id, method, !isNotification
 	ex.env, ex.header = env, m.header
-	ex.job.key, ex.job.work, ex.job.size = id, ex, m.size
+	ex.job.key, ex.job.work, ex.job.hold = id, ex, m.hold
+	if m.hold == nil {
+		ex.job.size = m.size
+	}
 	ex.job.ctx.values = c.values
 	if m.values != nil {
 		ex.job.ctx.values = m.values
@@ -643,6 +655,11 @@ func (c *connection) onClientResponse(env envelope) {
 func (c *connection) openSubscription(ex *execution, filter *ListenFilter) error {
 	if c.subscriptions() >= c.maxSubscriptions || c.listenQuota != nil && !c.listenQuota.take() {
 		return c.out.answer(ex.route, errorFrame(ex.id, errSubscriptionCapacity))
+	}
+	if c.changes != nil {
+		if err := c.onChanges(c.changes.take()); err != nil {
+			return err
+		}
 	}
 	s := &subscription{id: ex.id, route: ex.route, filter: filter}
 	if c.inputEnded {

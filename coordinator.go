@@ -61,6 +61,7 @@ func newCoordinator(ctx context.Context, t *Transport, source messageSource, wri
 	}
 	if src, ok := t.dispatcher.(ChangeSource); ok {
 		c.changes = newChangeBox()
+		c.conn.changes = c.changes
 		c.stopWatch = src.WatchChanges(c.changes.put)
 	}
 	return c

@@ -30,6 +30,14 @@ package main
 //   - Admission also keeps a byte budget: each job has a size (SubmitSized),
 //     counted from admission until it leaves the queue unrun or its function
 //     returns, like its slot, so a cancelled job's memory is still counted.
+//     Bytes can also be reserved ahead of a job (Reservation, e.g. a body
+//     being read) and handed to it.
+//   - Submitters belong to clients (ExecutorClient: a connection, a session,
+//     a principal), each with a share of the slots, the queue and the byte
+//     budget, so that one client cannot starve the others
+//     (executor_client.go). Each client queues its own jobs in FIFO order;
+//     a freed slot goes to the client with queued work that runs the
+//     fewest jobs, so a client with nothing running is served first.
 //   - Close is final for delivery: sends made under the mutex check that the
 //     submitter is open; a read-write lock around the pump's blocking send lets
 //     Close wait it out; then Close empties the channel's buffer.
@@ -105,12 +113,27 @@ type ExecutorOptions struct {
 	// MaxInflightBytes bounds the sum of the sizes (see SubmitSized) of the
 	// jobs admitted and not yet finished: queued, or running until their
 	// function returns, even when cancelled or timed out earlier, as
-	// concurrency slots are held. 0 means DefaultMaxInflightBytes (64 MiB);
-	// negative means no bound. A job that does not fit is refused with
-	// ErrOverloaded, except when no bytes are in flight at all: one job
-	// larger than the whole budget is then admitted, so that any single
-	// message the transport accepts can be served.
+	// concurrency slots are held, and of the bytes reserved (Reserve). 0
+	// means DefaultMaxInflightBytes (64 MiB); negative means no bound. A
+	// job that does not fit is refused with ErrOverloaded, except when no
+	// bytes are in flight at all: one job larger than the whole budget is
+	// then admitted, so that any single message the transport accepts can
+	// be served.
 	MaxInflightBytes int
+
+	// A client's share (see ExecutorClient): the jobs one client may run at
+	// once, keep queued, and the bytes its jobs and reservations may hold.
+	// A job of a client running MaxClientConcurrency jobs waits in the
+	// queue even while other slots are free; a client with
+	// MaxClientQueue jobs queued, or whose bytes would pass
+	// MaxClientInflightBytes, is refused with ErrOverloaded (as with the
+	// whole budget, one job larger than the share is admitted when the
+	// client holds no bytes). 0, or a value above the executor's limit,
+	// means the whole limit: one client may use the whole executor.
+	// Negative is invalid.
+	MaxClientConcurrency   int
+	MaxClientQueue         int
+	MaxClientInflightBytes int
 }
 
 // Errors returned by Submit. Test them with errors.Is.
@@ -130,12 +153,17 @@ var errWorkGoexit = errors.New("executor: work called runtime.Goexit")
 // ExecutorStats is a snapshot of an executor's load and limits.
 type ExecutorStats struct {
 	Running        int // jobs holding a slot, including cancelled ones whose function has not returned
-	Queued         int // jobs waiting in the FIFO queue
+	Queued         int // jobs waiting in the clients' FIFO queues
 	MaxConcurrency int // the effective limit
 	MaxQueue       int // the effective limit; 0 when there is no queue
 
-	InflightBytes    int // sum of the sizes of the jobs counted by Running and Queued
+	InflightBytes    int // sum of the sizes of the jobs counted by Running and Queued, and of the reservations
 	MaxInflightBytes int // the effective budget; 0 when there is none
+
+	// A client's effective share of each (see ExecutorOptions).
+	MaxClientConcurrency   int
+	MaxClientQueue         int
+	MaxClientInflightBytes int // 0 when there is no budget
 }
 
 // Executor admits, queues and runs work for any number of submitters. All its
@@ -147,6 +175,9 @@ type Executor struct {
 	timeout        time.Duration // negative means no deadline
 	maxBytes       int           // in-flight byte budget; 0 means none
 	done           chan struct{} // closed by Close
+	// A client's share of each limit; the client's byte share is 0
+	// exactly when maxBytes is.
+	maxClientConcurrency, maxClientQueue, maxClientBytes int
 	// cancelProbe is a cancelled context through which jobs' contexts
 	// recognise the context package's private key (see jobContext.Value).
 	cancelProbe context.Context
@@ -158,8 +189,9 @@ type Executor struct {
 	mu         sync.Mutex
 	closed     bool                    // guarded by mu
 	running    int                     // slots held; guarded by mu
-	bytes      int                     // sizes of queued jobs and of jobs holding a slot; guarded by mu
-	queue      jobList                 // waiting jobs, oldest first; guarded by mu
+	bytes      int                     // sizes of queued jobs and of jobs holding a slot, and reservations; guarded by mu
+	queued     int                     // jobs in the clients' queues; guarded by mu
+	ready      readyHeap               // clients that may start a queued job; guarded by mu
 	idle       []chan *job             // parked workers' inboxes, each empty; guarded by mu
 	lastRef    ExecutionRef            // guarded by mu
 	submitters map[*Submitter]struct{} // open submitters; guarded by mu
@@ -173,50 +205,84 @@ type Executor struct {
 // NewExecutor validates opts, applies defaults and returns a running executor.
 // An invalid option is an error, never a panic.
 func NewExecutor(opts ExecutorOptions) (*Executor, error) {
-	if opts.MaxConcurrency < 0 {
-		return nil, fmt.Errorf("executor: MaxConcurrency must not be negative (0 means %d), got %d",
-			defaultMaxConcurrency, opts.MaxConcurrency)
+	for _, o := range []struct {
+		name  string
+		value int
+	}{
+		{"MaxConcurrency", opts.MaxConcurrency},
+		{"MaxClientConcurrency", opts.MaxClientConcurrency},
+		{"MaxClientQueue", opts.MaxClientQueue},
+		{"MaxClientInflightBytes", opts.MaxClientInflightBytes},
+	} {
+		if o.value < 0 {
+			return nil, fmt.Errorf("executor: %s must not be negative (0 means the default), got %d", o.name, o.value)
+		}
 	}
+	limits := opts.limits()
 	e := &Executor{
-		maxConcurrency: opts.MaxConcurrency,
-		maxQueue:       opts.MaxQueue,
+		maxConcurrency: limits.MaxConcurrency,
+		maxQueue:       limits.MaxQueue,
 		timeout:        opts.Timeout,
-		maxBytes:       opts.MaxInflightBytes,
+		maxBytes:       limits.MaxInflightBytes,
 		done:           make(chan struct{}),
-		queue:          jobList{links: queueLinks},
 		submitters:     make(map[*Submitter]struct{}),
 	}
 	probe, cancel := context.WithCancel(context.Background())
 	cancel()
 	e.cancelProbe = probe
-	if e.maxConcurrency == 0 {
-		e.maxConcurrency = defaultMaxConcurrency
-	}
-	switch {
-	case e.maxQueue == 0:
-		e.maxQueue = defaultMaxQueue
-	case e.maxQueue < 0:
-		e.maxQueue = 0
-	}
+	e.maxClientConcurrency = shareOf(opts.MaxClientConcurrency, e.maxConcurrency)
+	e.maxClientQueue = shareOf(opts.MaxClientQueue, e.maxQueue)
+	e.maxClientBytes = shareOf(opts.MaxClientInflightBytes, e.maxBytes)
 	if e.timeout == 0 {
 		e.timeout = defaultJobTimeout
-	}
-	switch {
-	case e.maxBytes == 0:
-		e.maxBytes = DefaultMaxInflightBytes
-	case e.maxBytes < 0:
-		e.maxBytes = 0
 	}
 	return e, nil
 }
 
-// NewSubmitter registers a new client of the executor (e.g. one connection).
-// Its outcomes arrive on Outcomes(); its keys never collide with another
-// submitter's. On a closed executor it returns a submitter whose Submit fails
-// with ErrExecutorClosed.
+// limits returns the effective MaxConcurrency, MaxQueue (0: no queue) and
+// MaxInflightBytes (0: no budget) that opts ask for.
+func (opts ExecutorOptions) limits() ExecutorStats {
+	st := ExecutorStats{MaxConcurrency: opts.MaxConcurrency, MaxQueue: opts.MaxQueue, MaxInflightBytes: opts.MaxInflightBytes}
+	defaultTo(&st.MaxConcurrency, defaultMaxConcurrency)
+	switch {
+	case st.MaxQueue == 0:
+		st.MaxQueue = defaultMaxQueue
+	case st.MaxQueue < 0:
+		st.MaxQueue = 0
+	}
+	switch {
+	case st.MaxInflightBytes == 0:
+		st.MaxInflightBytes = DefaultMaxInflightBytes
+	case st.MaxInflightBytes < 0:
+		st.MaxInflightBytes = 0
+	}
+	return st
+}
+
+// shareOf is a client's effective share of limit when it asks for share:
+// the whole limit for 0 or anything above it.
+func shareOf(share, limit int) int {
+	if share == 0 || share > limit {
+		return limit
+	}
+	return share
+}
+
+// NewSubmitter registers a new submitter (e.g. one connection) that is a
+// client of its own: e.NewClient().NewSubmitter(). Its outcomes arrive on
+// Outcomes(); its keys never collide with another submitter's. On a closed
+// executor it returns a submitter whose Submit fails with ErrExecutorClosed.
 func (e *Executor) NewSubmitter() *Submitter {
+	return e.NewClient().NewSubmitter()
+}
+
+// NewSubmitter registers a new submitter of client c: its jobs count
+// against c's share. Otherwise it is as Executor.NewSubmitter.
+func (c *ExecutorClient) NewSubmitter() *Submitter {
+	e := c.e
 	s := &Submitter{
 		e:        e,
+		client:   c,
 		outcomes: make(chan Outcome, outcomeBuffer),
 		closing:  make(chan struct{}),
 		keys:     make(map[string]*job),
@@ -239,12 +305,16 @@ func (e *Executor) Stats() ExecutorStats {
 	defer e.mu.Unlock()
 	return ExecutorStats{
 		Running:        e.running,
-		Queued:         e.queue.len,
+		Queued:         e.queued,
 		MaxConcurrency: e.maxConcurrency,
 		MaxQueue:       e.maxQueue,
 
 		InflightBytes:    e.bytes,
 		MaxInflightBytes: e.maxBytes,
+
+		MaxClientConcurrency:   e.maxClientConcurrency,
+		MaxClientQueue:         e.maxClientQueue,
+		MaxClientInflightBytes: e.maxClientBytes,
 	}
 }
 
@@ -288,8 +358,9 @@ func (e *Executor) Done() <-chan struct{} { return e.done }
 // for concurrent use.
 type Submitter struct {
 	e        *Executor
-	outcomes chan Outcome  // buffered (outcomeBuffer); never closed
-	closing  chan struct{} // closed (under e.mu) when the submitter closes
+	client   *ExecutorClient // whose share its jobs count against; read-only
+	outcomes chan Outcome    // buffered (outcomeBuffer); never closed
+	closing  chan struct{}   // closed (under e.mu) when the submitter closes
 	// sendGate is held shared around the pump's send on outcomes (the only
 	// send made without e.mu); Close takes it exclusively after closing
 	// `closing`, so no send completes after Close returns.
@@ -315,12 +386,15 @@ func (s *Submitter) Submit(key string, timeout time.Duration, work func(ctx cont
 // until the job leaves the queue without running or its function returns.
 // Errors, in order of precedence:
 // ErrExecutorClosed, ErrSubmitterClosed, ErrDuplicateKey (the key is admitted
-// and its outcome not yet delivered or cancelled), ErrOverloaded (MaxConcurrency
-// jobs running and MaxQueue queued, or size does not fit in what is left of
-// MaxInflightBytes while other bytes are in flight). Otherwise the job starts at once or is
-// appended to the FIFO queue, and exactly one Outcome for it will be delivered
-// unless the submitter or the executor is closed first; a reader on another
-// goroutine may receive it before Submit returns.
+// and its outcome not yet delivered or cancelled), ErrOverloaded (the job
+// cannot start and MaxQueue jobs are queued, or its client's MaxClientQueue;
+// or size does not fit in what is left of MaxInflightBytes, or of its
+// client's share, while other bytes are in flight). Otherwise the job starts
+// at once (a slot is free and its client runs fewer than
+// MaxClientConcurrency jobs) or is appended to its client's FIFO queue, and
+// exactly one Outcome for it will be delivered unless the submitter or the
+// executor is closed first; a reader on another goroutine may receive it
+// before Submit returns.
 //
 // timeout 0 uses the executor's default; negative means no deadline. The
 // deadline starts when the job starts running, not when it is queued. work
@@ -338,8 +412,26 @@ func (s *Submitter) SubmitSized(key string, size int, timeout time.Duration, wor
 	return s.submit(&job{key: key, work: workFunc(work), indexed: key != "", size: size}, timeout)
 }
 
+// SubmitReserved admits work under key as SubmitSized does, its bytes being
+// those of r instead of a size: they are counted already, so the job is
+// never refused for bytes. The job holds r from admission until it leaves the
+// queue unrun or its function returns; r's bytes are free once the job and
+// the caller (Release) have both let go of it, so the caller may keep them
+// counted after the job, e.g. until an answer is written. r must not be
+// released yet (else an error); it may belong to another client than s.
+func (s *Submitter) SubmitReserved(key string, r *Reservation, timeout time.Duration, work func(ctx context.Context) any) (ExecutionRef, error) {
+	switch {
+	case work == nil:
+		return 0, errNilWork
+	case r == nil:
+		return 0, errors.New("executor: SubmitReserved called with a nil Reservation")
+	}
+	return s.submit(&job{key: key, work: workFunc(work), indexed: key != "", hold: r}, timeout)
+}
+
 // submit admits j as SubmitSized does. j is a new, zero job record but for
-// key, work, indexed, size (≥ 0) and ctx.values, which the caller sets; it may be part of a larger record
+// key, work, indexed, size (≥ 0) or hold, and ctx.values, which the caller
+// sets; it may be part of a larger record
 // of the caller's, so a job costs no allocation of its own. An unindexed job
 // (indexed false) is not registered under its key, which then only tags its
 // Outcome: it is never refused as a duplicate, and it is cancelled with
@@ -383,8 +475,10 @@ func (s *Submitter) submit(j *job, timeout time.Duration) (ExecutionRef, error) 
 // (or the executor) is closed. Jobs running at the same time deliver in no
 // particular order, but a job whose function returns hands its outcome over
 // before it gives up its slot, so with MaxConcurrency 1 the outcomes of jobs
-// that complete arrive in the order the jobs were admitted (while the reader
-// keeps within the channel's buffer). The channel is never closed. Outcomes
+// of one client that complete arrive in the order the jobs were admitted
+// (while the reader keeps within the channel's buffer; jobs of several
+// clients start in the order of ExecutorClient's rule). The channel is never
+// closed. Outcomes
 // waiting for a slow reader are kept, however many, never dropped, until the
 // submitter closes.
 func (s *Submitter) Outcomes() <-chan Outcome { return s.outcomes }
@@ -448,7 +542,7 @@ func (s *Submitter) Close() {
 type jobState uint8
 
 const (
-	jobQueued    jobState = iota + 1 // in e.queue; no slot, no deadline yet
+	jobQueued    jobState = iota + 1 // in its client's queue; no slot, no deadline yet
 	jobRunning                       // holds a slot; outcome undecided
 	jobAbandoned                     // holds a slot; outcome already decided (cancelled, timed out or closed)
 	jobFinished                      // holds nothing: returned, or removed from the queue
@@ -462,14 +556,17 @@ type job struct {
 	sub     *Submitter
 	work    jobWork
 	timeout time.Duration // negative means no deadline
-	size    int           // bytes counted in e.bytes while the job is queued or holds a slot
+	size    int           // bytes counted in e.bytes and its client's while the job is queued or holds a slot
+	// hold is the reservation whose bytes the job holds, while it is
+	// queued or holds a slot, instead of a size of its own; nil for none.
+	hold *Reservation
 
 	ctx jobContext // what work receives; its deadline is set under e.mu when the job starts
 
 	// deadlineIndex is j's position in e.deadlines, -1 when not there;
 	// guarded by e.mu. An int32 (the heap holds running jobs, nowhere near
 	// 2^31), so that it shares a word with indexed and state and the record
-	// fits a 176-byte allocation.
+	// fits a 192-byte allocation.
 	deadlineIndex int32
 	indexed       bool     // in sub.keys under key while its outcome is undecided; read-only once published
 	state         jobState // guarded by e.mu
@@ -501,12 +598,18 @@ func (e *Executor) admitLocked(j *job) (startNow bool, err error) {
 		return false, ErrSubmitterClosed
 	case j.indexed && s.keys[j.key] != nil:
 		return false, ErrDuplicateKey
+	case j.hold != nil && j.hold.freed():
+		return false, errReservationReleased
 	}
-	startNow = e.running < e.maxConcurrency
-	if !startNow && e.queue.len >= e.maxQueue || !e.fitsLocked(j.size) {
+	c := s.client
+	startNow = e.running < e.maxConcurrency && c.running < e.maxClientConcurrency
+	if !startNow && (e.queued >= e.maxQueue || c.queue.len >= e.maxClientQueue) || !e.fitsLocked(c, j.size, 0) {
 		return false, ErrOverloaded
 	}
-	e.bytes += j.size
+	e.chargeLocked(c, j.size)
+	if j.hold != nil {
+		j.hold.jobs++
+	}
 	e.lastRef++
 	j.ref = e.lastRef
 	if j.indexed {
@@ -515,19 +618,15 @@ func (e *Executor) admitLocked(j *job) (startNow bool, err error) {
 	s.active.pushBack(j)
 	if startNow {
 		e.running++
+		c.running++
 		e.startLocked(j)
 	} else {
 		j.state = jobQueued
-		e.queue.pushBack(j)
+		c.queue.pushBack(j)
+		e.queued++
+		e.updateReadyLocked(c)
 	}
 	return startNow, nil
-}
-
-// fitsLocked reports whether a job of size bytes fits in the budget. A job
-// of size 0 always does, and any job does when no bytes are in flight at
-// all, however large it is.
-func (e *Executor) fitsLocked(size int) bool {
-	return size == 0 || e.maxBytes == 0 || e.bytes == 0 || size <= e.maxBytes-e.bytes
 }
 
 // startLocked moves j to running; the caller has given it a slot. Its
@@ -584,9 +683,12 @@ func (e *Executor) expireDue() {
 // job's context is cancelled and its slot stays held until it returns.
 func (e *Executor) stopLocked(j *job) {
 	if j.state == jobQueued {
-		e.queue.remove(j)
+		c := j.sub.client
+		c.queue.remove(j)
+		e.queued--
+		e.updateReadyLocked(c)
 		e.forgetLocked(j)
-		e.bytes -= j.size
+		e.releaseJobBytesLocked(j)
 		j.state = jobFinished
 		return
 	}
@@ -690,7 +792,8 @@ func (e *Executor) runJob(j *job, inbox chan *job) (next *job, parked bool) {
 // finish records that j's function returned, in one critical section: it
 // decides the outcome if no one else has, cancels j's context and delivers
 // the outcome without blocking, then hands j's slot to the next queued job
-// (returned, already started) or frees it. The slot is given up only after
+// that may start (returned, already started; see popReadyLocked) or frees
+// it. The slot is given up only after
 // the outcome is handed over, so work admitted meanwhile queues behind it and
 // cannot overtake it. With no next job, a worker with an inbox (non-nil)
 // parks: it is added to e.idle (parked true) unless the executor is closed or
@@ -708,8 +811,11 @@ func (e *Executor) finish(j *job, kind OutcomeKind, value, panicValue any, inbox
 	// Otherwise the job was abandoned earlier, its context cancelled and its
 	// outcome delivered then. Either way its bytes are free only now.
 	j.state = jobFinished
-	e.bytes -= j.size
-	if next = e.queue.popFront(); next != nil {
+	e.releaseJobBytesLocked(j)
+	c := j.sub.client
+	c.running--
+	e.updateReadyLocked(c)
+	if next = e.popReadyLocked(); next != nil {
 		e.startLocked(next) // the slot passes to next
 		return next, false
 	}

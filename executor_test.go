@@ -156,12 +156,22 @@ func TestNewExecutorValidatesOptions(t *testing.T) {
 		wantStats   ExecutorStats
 		wantTimeout time.Duration
 	}{
-		{"zero means defaults", ExecutorOptions{}, false, ExecutorStats{MaxConcurrency: 32, MaxQueue: 256, MaxInflightBytes: 64 << 20}, 30 * time.Second},
-		{"explicit values", ExecutorOptions{MaxConcurrency: 4, MaxQueue: 7, Timeout: time.Second, MaxInflightBytes: 1000}, false, ExecutorStats{MaxConcurrency: 4, MaxQueue: 7, MaxInflightBytes: 1000}, time.Second},
-		{"negative queue means none", ExecutorOptions{MaxConcurrency: 1, MaxQueue: -1}, false, ExecutorStats{MaxConcurrency: 1, MaxQueue: 0, MaxInflightBytes: 64 << 20}, 30 * time.Second},
-		{"negative timeout means none", ExecutorOptions{Timeout: -1}, false, ExecutorStats{MaxConcurrency: 32, MaxQueue: 256, MaxInflightBytes: 64 << 20}, -1},
-		{"negative byte budget means none", ExecutorOptions{MaxInflightBytes: -1}, false, ExecutorStats{MaxConcurrency: 32, MaxQueue: 256}, 30 * time.Second},
+		{"zero means defaults", ExecutorOptions{}, false, ExecutorStats{MaxConcurrency: 32, MaxQueue: 256, MaxInflightBytes: 64 << 20,
+			MaxClientConcurrency: 32, MaxClientQueue: 256, MaxClientInflightBytes: 64 << 20}, 30 * time.Second},
+		{"explicit values", ExecutorOptions{MaxConcurrency: 4, MaxQueue: 7, Timeout: time.Second, MaxInflightBytes: 1000, MaxClientConcurrency: 2, MaxClientQueue: 3, MaxClientInflightBytes: 500}, false,
+			ExecutorStats{MaxConcurrency: 4, MaxQueue: 7, MaxInflightBytes: 1000, MaxClientConcurrency: 2, MaxClientQueue: 3, MaxClientInflightBytes: 500}, time.Second},
+		{"a share above its limit is the whole", ExecutorOptions{MaxConcurrency: 4, MaxQueue: 7, MaxInflightBytes: 1000, MaxClientConcurrency: 5, MaxClientQueue: 8, MaxClientInflightBytes: 1001}, false,
+			ExecutorStats{MaxConcurrency: 4, MaxQueue: 7, MaxInflightBytes: 1000, MaxClientConcurrency: 4, MaxClientQueue: 7, MaxClientInflightBytes: 1000}, 30 * time.Second},
+		{"negative queue means none", ExecutorOptions{MaxConcurrency: 1, MaxQueue: -1}, false, ExecutorStats{MaxConcurrency: 1, MaxQueue: 0, MaxInflightBytes: 64 << 20,
+			MaxClientConcurrency: 1, MaxClientQueue: 0, MaxClientInflightBytes: 64 << 20}, 30 * time.Second},
+		{"negative timeout means none", ExecutorOptions{Timeout: -1}, false, ExecutorStats{MaxConcurrency: 32, MaxQueue: 256, MaxInflightBytes: 64 << 20,
+			MaxClientConcurrency: 32, MaxClientQueue: 256, MaxClientInflightBytes: 64 << 20}, -1},
+		{"negative byte budget means none", ExecutorOptions{MaxInflightBytes: -1, MaxClientInflightBytes: 10}, false, ExecutorStats{MaxConcurrency: 32, MaxQueue: 256,
+			MaxClientConcurrency: 32, MaxClientQueue: 256}, 30 * time.Second},
 		{"negative concurrency", ExecutorOptions{MaxConcurrency: -1}, true, ExecutorStats{}, 0},
+		{"negative client concurrency", ExecutorOptions{MaxClientConcurrency: -1}, true, ExecutorStats{}, 0},
+		{"negative client queue", ExecutorOptions{MaxClientQueue: -1}, true, ExecutorStats{}, 0},
+		{"negative client bytes", ExecutorOptions{MaxClientInflightBytes: -1}, true, ExecutorStats{}, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -17,13 +17,10 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"mime"
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -112,15 +109,30 @@ type HTTPOptions struct {
 
 	// Executor runs the work. When nil the handler creates one with
 	// MaxConcurrency, MaxQueue and MaxInflightBytes (see ExecutorOptions)
-	// and closes it in Close; an injected executor is never closed by the
-	// handler. Each message is submitted with its body's length as its size,
-	// so MaxInflightBytes bounds the bodies admitted messages hold; a
-	// request over it is answered -32603 "Server execution capacity
-	// exhausted", as over MaxConcurrency and MaxQueue.
+	// and each client's share of them, and closes it in Close; an injected
+	// executor is never closed by the handler. A POST's body counts against
+	// MaxInflightBytes (and its client's share) from before it is read until
+	// its answer is written: a body that does not fit is refused 503
+	// unread, with a -32603 "Server execution capacity exhausted" error
+	// without id; a request over MaxConcurrency and MaxQueue (or its
+	// client's share of them) is answered that error with its id.
 	Executor         *Executor
 	MaxConcurrency   int
 	MaxQueue         int
 	MaxInflightBytes int
+	// A client's share of MaxConcurrency, MaxQueue and MaxInflightBytes
+	// (see ExecutorOptions): 0 means a quarter of each (rounded up),
+	// negative means the whole. Only for the executor the handler creates.
+	MaxClientConcurrency   int
+	MaxClientQueue         int
+	MaxClientInflightBytes int
+	// ClientKey names the client a POST belongs to, for its share of the
+	// executor; it is called before the body is read (e.g. to return an
+	// authenticated principal, or the address a trusted proxy forwarded).
+	// When it is nil or returns "", a POST belongs to the live session its
+	// Mcp-Session-Id names, else to its remote address (the IP: the
+	// stateless requests of one host share one client).
+	ClientKey func(r *http.Request) string
 
 	// Logger receives diagnostics (default slog.Default()).
 	Logger *slog.Logger
@@ -156,8 +168,9 @@ func (o *HTTPOptions) normalize() error {
 		return fmt.Errorf("mcpstdio: HTTPOptions.ReadBodyTimeout must be positive, got %v", o.ReadBodyTimeout)
 	case o.Path != "" && !strings.HasPrefix(o.Path, "/"):
 		return fmt.Errorf("mcpstdio: HTTPOptions.Path must start with \"/\", got %q", o.Path)
-	case o.Executor != nil && (o.MaxConcurrency != 0 || o.MaxQueue != 0 || o.MaxInflightBytes != 0):
-		return errors.New("mcpstdio: HTTPOptions.MaxConcurrency, MaxQueue and MaxInflightBytes apply only when the handler creates its executor")
+	case o.Executor != nil && (o.MaxConcurrency != 0 || o.MaxQueue != 0 || o.MaxInflightBytes != 0 ||
+		o.MaxClientConcurrency != 0 || o.MaxClientQueue != 0 || o.MaxClientInflightBytes != 0):
+		return errors.New("mcpstdio: HTTPOptions.MaxConcurrency, MaxQueue, MaxInflightBytes and the client shares apply only when the handler creates its executor")
 	}
 	for _, origin := range o.AllowedOrigins {
 		if u, err := url.Parse(origin); err != nil || u.Scheme == "" || u.Host == "" {
@@ -202,6 +215,7 @@ type HTTPHandler struct {
 	auth       *authGate // nil without HTTPOptions.Auth
 
 	sessions  sessionTable
+	clients   clientTable  // of the POSTs, by key
 	replay    replayBudget // of the sessions' SSE events
 	listens   clientQuota  // open 2026 subscriptions/listen streams, per client
 	changes   changeHub    // the boxes of sessions and listen streams
@@ -242,12 +256,13 @@ func NewHTTPHandler(d Dispatcher, opts HTTPOptions) (*HTTPHandler, error) {
 	h.listens = clientQuota{perClient: opts.MaxSubscriptions, total: opts.MaxListenStreams, held: make(map[string]int)}
 	h.changes.boxes = make(map[*changeBox]struct{})
 	if h.executor == nil {
-		e, err := NewExecutor(ExecutorOptions{MaxConcurrency: opts.MaxConcurrency, MaxQueue: opts.MaxQueue, MaxInflightBytes: opts.MaxInflightBytes})
+		e, err := NewExecutor(opts.executorOptions())
 		if err != nil {
 			return nil, fmt.Errorf("mcpstdio: %w", err)
 		}
 		h.executor, h.ownsExec = e, true
 	}
+	h.clients.init(h.executor)
 	if src, ok := d.(ChangeSource); ok {
 		h.stopWatch = src.WatchChanges(h.changes.put)
 	}
@@ -295,6 +310,9 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.URL.Path != h.opts.Path {
 		http.NotFound(w, r)
+		return
+	}
+	if refuseRepeatedRoutingHeader(w, r) {
 		return
 	}
 	switch r.Method {
@@ -378,69 +396,6 @@ func isLoopbackHost(hostport string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// mediaTypes reports which of JSON and SSE an Accept header admits; a
-// missing header admits both.
-func mediaTypes(accept []string) (json, sse bool) {
-	if len(accept) == 0 {
-		return true, true
-	}
-	for _, line := range accept {
-		for _, part := range strings.Split(line, ",") {
-			mt, _, err := mime.ParseMediaType(strings.TrimSpace(part))
-			if err != nil {
-				continue
-			}
-			switch mt {
-			case "*/*":
-				json, sse = true, true
-			case "application/json", "application/*":
-				json = true
-			case "text/event-stream", "text/*":
-				sse = true
-			}
-		}
-	}
-	return json, sse
-}
-
-// readBody reads a POST body of at most MaxBodyBytes within ReadBodyTimeout,
-// answering the request itself (415, 413, 408, 400) when it cannot be read.
-func (h *HTTPHandler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if err != nil || mt != "application/json" {
-		httpError(w, http.StatusUnsupportedMediaType, "Unsupported Media Type: Content-Type must be application/json")
-		return nil, false
-	}
-	limit := int64(h.opts.MaxBodyBytes)
-	if r.ContentLength > limit {
-		httpError(w, http.StatusRequestEntityTooLarge, "Request body exceeds the "+strconv.Itoa(h.opts.MaxBodyBytes)+"-byte limit")
-		return nil, false
-	}
-	// The deadline is the connection's: it is lifted once the body is read,
-	// else it would end the response streams that outlive it (when reading
-	// failed it stays, so the server does not wait for the rest of the body
-	// either). A response that cannot take deadlines is read without.
-	rc := http.NewResponseController(w)
-	timed := rc.SetReadDeadline(time.Now().Add(h.opts.ReadBodyTimeout)) == nil
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
-	if err != nil {
-		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			httpError(w, http.StatusRequestEntityTooLarge, "Request body exceeds the "+strconv.Itoa(h.opts.MaxBodyBytes)+"-byte limit")
-			return nil, false
-		}
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			httpError(w, http.StatusRequestTimeout, "Request Timeout: the body took longer than "+h.opts.ReadBodyTimeout.String()+" to arrive")
-			return nil, false
-		}
-		httpError(w, http.StatusBadRequest, "Bad Request: reading the body failed")
-		return nil, false // the deadline stays: the rest of the body is not waited for
-	}
-	if timed {
-		rc.SetReadDeadline(time.Time{})
-	}
-	return body, true
-}
-
 // servePost serves one JSON-RPC message POSTed to the endpoint.
 func (h *HTTPHandler) servePost(w http.ResponseWriter, r *http.Request) {
 	acceptJSON, acceptSSE := mediaTypes(r.Header.Values("Accept"))
@@ -448,10 +403,13 @@ func (h *HTTPHandler) servePost(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusNotAcceptable, "Not Acceptable: Accept must list application/json and text/event-stream")
 		return
 	}
-	body, ok := h.readBody(w, r)
+	client := h.clients.acquire(h.clientKey(r))
+	defer h.clients.release(client)
+	body, res, ok := h.readBody(w, r, client.client)
 	if !ok {
 		return
 	}
+	defer res.Release() // after the answer: the message served holds the body until then
 	env, err := decodeEnvelope(body)
 	switch {
 	case err != nil:
@@ -466,6 +424,7 @@ func (h *HTTPHandler) servePost(w http.ResponseWriter, r *http.Request) {
 	}
 	msg := newPostedMessage(env)
 	msg.size = len(body)
+	msg.client, msg.res = client.client, res
 	if h.auth != nil && !h.auth.allowMessage(w, r, msg) {
 		return
 	}
@@ -481,7 +440,9 @@ func (h *HTTPHandler) servePost(w http.ResponseWriter, r *http.Request) {
 // postedMessage is a decoded POST body and what routing reads of it.
 type postedMessage struct {
 	env      envelope
-	size     int // the body's length, the job's size for the executor
+	size     int             // the body's length, the job's size for the executor when res is nil
+	client   *ExecutorClient // whose share the body and the job count against; nil: a client of its own
+	res      *Reservation    // the body's bytes, which the job holds; nil: counted by size
 	method   string
 	methodOK bool
 	id       string // canonical id; "" when absent or untracked
@@ -520,6 +481,16 @@ func (m *postedMessage) isResponse() bool {
 
 // isNotification reports whether the message is a notification.
 func (m *postedMessage) isNotification() bool { return m.env.id == nil && m.methodOK }
+
+// holdAnswer counts frame, the answer to the message, against the bytes its
+// body holds until its POST is done (HTTPHandler.servePost releases them
+// once the answer is written): an answer nobody reads yet is counted as the
+// body was, so that what is admitted next is refused instead.
+func (m *postedMessage) holdAnswer(frame []byte) {
+	if m.res != nil {
+		m.res.Add(len(frame))
+	}
+}
 
 // isRequest reports whether the message is a request, answered with a
 // response (an invalid one too), rather than a notification or a response,

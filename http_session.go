@@ -38,6 +38,7 @@ type httpSession struct {
 	done  chan struct{}      // closed when the loop exits: the session has ended
 
 	conn    *connection
+	client  *clientEntry // whose share the session's work counts against
 	changes *changeBox
 	// creating is the initialize that creates the session, until it is
 	// answered: a failure ends the session.
@@ -79,9 +80,11 @@ type httpExchange struct {
 func newSessionID() string { return rand.Text() }
 
 // startSession starts a session whose first message is the initialize x, for
-// the principal owner; the caller then hands it x. It returns nil when
-// MaxSessions are live.
-func (h *HTTPHandler) startSession(x *httpExchange, owner string) *httpSession {
+// the principal owner; its work counts against the executor client clientKey
+// names (HTTPOptions.ClientKey's, or the principal's), "" for a client of
+// its own. The caller then hands it x. It returns nil when MaxSessions are
+// live.
+func (h *HTTPHandler) startSession(x *httpExchange, owner, clientKey string) *httpSession {
 	s := &httpSession{
 		id:      newSessionID(),
 		owner:   owner,
@@ -96,15 +99,20 @@ func (h *HTTPHandler) startSession(x *httpExchange, owner string) *httpSession {
 	if !h.sessions.add(s) {
 		return nil
 	}
+	if clientKey == "" {
+		clientKey = sessionClientKey(s.id)
+	}
+	s.client = h.clients.acquire(clientKey)
 	s.conn = newConnection(connConfig{
 		dispatcher:       h.dispatcher,
 		out:              s,
-		sub:              h.executor.NewSubmitter(),
+		sub:              s.client.client.NewSubmitter(),
 		log:              h.opts.Logger,
 		requestTimeout:   h.opts.RequestTimeout,
 		transport:        TransportStreamableHTTP,
 		maxSubscriptions: h.opts.MaxSubscriptions,
 		sessionID:        s.id,
+		changes:          s.changes,
 	})
 	s.creating = x
 	s.standalone = s.newStream()
@@ -166,6 +174,9 @@ func (s *httpSession) end() {
 	s.h.sessions.remove(s)
 	s.h.changes.remove(s.changes)
 	s.conn.close()
+	if s.client != nil {
+		s.h.clients.release(s.client)
+	}
 	s.idle.Stop()
 	for _, l := range s.streams {
 		s.dropStream(l)
@@ -208,7 +219,7 @@ func (s *httpSession) onPost(x *httpExchange) error {
 		s.handPlain(x, http.StatusBadRequest, httpErrorFrame(http.StatusBadRequest, versionMismatch(x.version, negotiated)))
 		return nil
 	}
-	return s.conn.onMessage(message{env: x.msg.env, size: x.msg.size, route: x, header: x.header, values: x.values})
+	return s.conn.onMessage(message{env: x.msg.env, size: x.msg.size, route: x, header: x.header, values: x.values, hold: x.msg.res})
 }
 
 // send and answer make the session its connection's outlet: a request's
@@ -241,6 +252,7 @@ func (s *httpSession) answer(r route, frame []byte) error {
 		return nil
 	}
 	x.answered = true
+	x.msg.holdAnswer(frame)
 	if x == s.creating {
 		s.creating = nil
 		if frame == nil || frameErrorCode(frame) != 0 {

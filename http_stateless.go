@@ -16,6 +16,7 @@ import (
 // answer on the response itself, bounded by WriteTimeout. Owned by the
 // POST's goroutine.
 type statelessPost struct {
+	msg      *postedMessage
 	sse      *sseWriter
 	request  bool // the message is a request, answered with a response
 	answered bool // the answer is complete: the POST is done
@@ -38,7 +39,7 @@ func (h *HTTPHandler) serveStateless(w http.ResponseWriter, r *http.Request, msg
 			return
 		}
 	}
-	p := &statelessPost{sse: newSSEWriter(w, h.opts.WriteTimeout), request: msg.isRequest()}
+	p := &statelessPost{msg: msg, sse: newSSEWriter(w, h.opts.WriteTimeout), request: msg.isRequest()}
 	if h.closing() {
 		p.answer(nil, errorFrame(msg.id, errShuttingDown))
 		return
@@ -46,7 +47,7 @@ func (h *HTTPHandler) serveStateless(w http.ResponseWriter, r *http.Request, msg
 	conn := newConnection(connConfig{
 		dispatcher:       h.dispatcher,
 		out:              p,
-		sub:              h.executor.NewSubmitter(),
+		sub:              h.submitterFor(msg),
 		log:              h.opts.Logger,
 		values:           r.Context(),
 		requestTimeout:   h.opts.RequestTimeout,
@@ -60,13 +61,14 @@ func (h *HTTPHandler) serveStateless(w http.ResponseWriter, r *http.Request, msg
 	var keepAlive <-chan time.Time
 	if msg.method == methodSubscriptionsListen {
 		changes = newChangeBox()
+		conn.changes = changes
 		h.changes.add(changes)
 		defer h.changes.remove(changes)
 		t := time.NewTicker(h.opts.KeepAlive)
 		defer t.Stop()
 		keepAlive = t.C
 	}
-	if err := conn.onMessage(message{env: msg.env, size: msg.size, header: header}); err != nil {
+	if err := conn.onMessage(message{env: msg.env, size: msg.size, header: header, hold: msg.res}); err != nil {
 		return // the executor closed: answered already
 	}
 	var quit <-chan struct{} // a listen stream ends with CloseStreams; a request runs to its end
@@ -119,6 +121,7 @@ func (p *statelessPost) answer(_ route, frame []byte) error {
 		return nil
 	}
 	p.answered = true
+	p.msg.holdAnswer(frame)
 	switch {
 	case p.sse.started && frame != nil:
 		p.sse.events([]streamEvent{{frame: frame}})

@@ -339,7 +339,14 @@ func TestHTTPStatelessProgressStreamsBeforeResult(t *testing.T) {
 // the session's headers.
 func (s *httpTestServer) legacySession(version, capabilities string) map[string]string {
 	s.t.Helper()
-	resp := s.post(nil, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"`+version+`","capabilities":`+capabilities+`,"clientInfo":{"name":"t","version":"1"}}}`)
+	return s.legacySessionWith(version, capabilities, nil)
+}
+
+// legacySessionWith is legacySession with more headers on every request,
+// initialize included; they are in the headers it returns.
+func (s *httpTestServer) legacySessionWith(version, capabilities string, extra map[string]string) map[string]string {
+	s.t.Helper()
+	resp := s.post(extra, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"`+version+`","capabilities":`+capabilities+`,"clientInfo":{"name":"t","version":"1"}}}`)
 	body := readBody(s.t, resp)
 	id := resp.Header.Get(headerSessionID)
 	if resp.StatusCode != 200 || id == "" || !strings.Contains(body, `"protocolVersion":"`+version+`"`) {
@@ -351,6 +358,9 @@ func (s *httpTestServer) legacySession(version, capabilities string) map[string]
 		}
 	}
 	h := map[string]string{headerSessionID: id, "MCP-Protocol-Version": version}
+	for k, v := range extra {
+		h[k] = v
+	}
 	if version == ProtocolVersion20250326 {
 		delete(h, "MCP-Protocol-Version") // that header came in 2025-06-18
 	}
@@ -806,7 +816,8 @@ func TestHTTPInflightBytesBudget(t *testing.T) {
 	}()
 	<-started
 	resp := s.post(stateless("tools/call", "hold"), strings.Replace(hold, `"id":1`, `"id":2,"pad":"`+strings.Repeat("x", 100)+`"`, 1))
-	if body := readBody(t, resp); resp.StatusCode != http.StatusInternalServerError || !strings.Contains(body, errCapacity.Message) {
+	// Refused before it is read, so with no id to answer.
+	if body := readBody(t, resp); resp.StatusCode != http.StatusServiceUnavailable || strings.TrimSpace(body) != `{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"Server execution capacity exhausted"}}` {
 		t.Fatalf("a body beyond the in-flight budget: status %d, body %s", resp.StatusCode, body)
 	}
 	close(release)

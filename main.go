@@ -50,6 +50,9 @@ type config struct {
 	pageSize                                  int
 	auth                                      authFlags   // main_auth.go
 	tasks                                     TaskOptions // the tasks extension's bounds
+	maxConnections, maxHeaderBytes            int
+	// Each client's share of the executor with -http; 0: a quarter.
+	maxClientConcurrency, maxClientQueue, maxClientInflightBytes int
 }
 
 // parseFlags parses args; the error has been reported on stderr already.
@@ -87,6 +90,11 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.tasks.TTL, "task-ttl", DefaultTaskTTL, "how long a task is kept from its creation (ttlMs); its work is cancelled then")
 	fs.DurationVar(&c.tasks.PollInterval, "task-poll-interval", DefaultTaskPollInterval, "the pollIntervalMs suggested to clients; faster tasks/get polls are refused beyond -task-poll-burst")
 	fs.IntVar(&c.tasks.PollBurst, "task-poll-burst", DefaultTaskPollBurst, "tasks/get polls of one task answered in a row faster than -task-poll-interval")
+	fs.IntVar(&c.maxConnections, "http-max-connections", DefaultMaxConnections, "with -http, connections served at once; more wait to be accepted")
+	fs.IntVar(&c.maxHeaderBytes, "http-max-header-bytes", DefaultMaxHeaderBytes, "with -http, limit of a request's header lines (431 beyond)")
+	fs.IntVar(&c.maxClientConcurrency, "max-client-concurrency", 0, "with -http, requests one client (a session, or the stateless requests of one address) may run at once (0: a quarter of -max-concurrency)")
+	fs.IntVar(&c.maxClientQueue, "max-client-queue", 0, "with -http, requests one client may have waiting (0: a quarter of -max-queue)")
+	fs.IntVar(&c.maxClientInflightBytes, "max-client-inflight-bytes", 0, "with -http, bytes of the bodies one client may have in flight (0: a quarter of -max-inflight-bytes)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -107,12 +115,29 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if c.notifyEvery > 0 && len(c.notificationMethods) == 0 {
 		return fail("-notify-every needs -notification-methods")
 	}
+	if c.httpAddr == "" {
+		var httpOnly []string
+		fs.Visit(func(f *flag.Flag) {
+			if strings.HasPrefix(f.Name, "max-client-") {
+				httpOnly = append(httpOnly, "-"+f.Name)
+			}
+		})
+		if len(httpOnly) > 0 {
+			return fail("%s: apply with -http only (stdio has one client, which may use the whole executor)", strings.Join(httpOnly, ", "))
+		}
+	}
 	if c.maxQueue == 0 {
 		c.maxQueue = -1 // the flag's 0 is "no queue"; the option's 0 is "default"
 	}
-	for name, v := range map[string]int{"-max-line-bytes": c.maxLineBytes, "-max-concurrency": c.maxConcurrency, "-max-subscriptions": c.maxSubscriptions, "-max-inflight-bytes": c.maxInflightBytes} {
+	for name, v := range map[string]int{"-max-line-bytes": c.maxLineBytes, "-max-concurrency": c.maxConcurrency, "-max-subscriptions": c.maxSubscriptions, "-max-inflight-bytes": c.maxInflightBytes,
+		"-http-max-connections": c.maxConnections, "-http-max-header-bytes": c.maxHeaderBytes} {
 		if v <= 0 {
 			return fail("%s must be positive, got %d", name, v)
+		}
+	}
+	for name, v := range map[string]int{"-max-client-concurrency": c.maxClientConcurrency, "-max-client-queue": c.maxClientQueue, "-max-client-inflight-bytes": c.maxClientInflightBytes} {
+		if v < 0 {
+			return fail("%s must not be negative (0: a quarter), got %d", name, v)
 		}
 	}
 	if c.writeTimeout <= 0 {
@@ -259,9 +284,7 @@ func run(args []string, stdin, stdout, stderr *os.File) int {
 		fmt.Fprintln(stderr, err)
 		return 2
 	}
-	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(memoryLimit(c))
-	}
+	setMemoryLimit(memoryLimit(c), logger)
 	if fi, err := stdin.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
 		fmt.Fprintln(stderr, "mcpstdio: serving MCP as newline-delimited JSON-RPC on stdin/stdout; type a request, or press Ctrl-D to end")
 	}
@@ -281,14 +304,24 @@ func run(args []string, stdin, stdout, stderr *os.File) int {
 	}
 }
 
-// memoryLimit is the soft memory limit of the process (runtime/debug): the
-// input admitted (-max-inflight-bytes) plus room for what else a connection
-// holds, which is mostly lines too: those read ahead or held behind an
-// initialize, the one being assembled, refused ones not yet collected, and
-// answers as large as their requests. It keeps the collector from letting
-// the heap grow to twice what is live (GOGC=100) when the input is large.
+// memoryLimit is the soft memory limit of the process (runtime/debug), on
+// stdio and with -http: the input admitted (-max-inflight-bytes: lines, or
+// POST bodies) plus room for what else is held, which is mostly messages
+// too: lines read ahead or held behind an initialize, the one being
+// assembled, refused ones not yet collected, and answers as large as their
+// requests. It keeps the collector from letting the heap grow to twice what
+// is live (GOGC=100) when the input is large.
 func memoryLimit(c config) int64 {
 	return int64(c.maxInflightBytes) + 4*int64(c.maxLineBytes) + 16<<20
+}
+
+// setMemoryLimit sets the soft memory limit to limit unless GOMEMLIMIT is
+// set, and logs the limit in effect (at debug level).
+func setMemoryLimit(limit int64, logger *slog.Logger) {
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(limit)
+	}
+	logger.Debug("mcpstdio: soft memory limit", "bytes", debug.SetMemoryLimit(-1))
 }
 
 // heartbeat sends method on tr every period until ctx ends or the transport

@@ -59,22 +59,33 @@ func serveHTTP(c config, rt *Runtime, logger *slog.Logger, stderr io.Writer) int
 		MaxConcurrency:   c.maxConcurrency,
 		MaxQueue:         c.maxQueue,
 		MaxInflightBytes: c.maxInflightBytes,
-		KeepAlive:        c.keepAlive,
-		WriteTimeout:     c.writeTimeout,
-		AllowedHosts:     allowed,
-		AllowedOrigins:   c.allowedOrigins,
-		Logger:           logger,
-		Auth:             auth,
+		// Each client's share; 0 is a quarter, as the flags mean it.
+		MaxClientConcurrency:   c.maxClientConcurrency,
+		MaxClientQueue:         c.maxClientQueue,
+		MaxClientInflightBytes: c.maxClientInflightBytes,
+		KeepAlive:              c.keepAlive,
+		WriteTimeout:           c.writeTimeout,
+		AllowedHosts:           allowed,
+		AllowedOrigins:         c.allowedOrigins,
+		Logger:                 logger,
+		Auth:                   auth,
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 2
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, port))
+	tcp, err := net.Listen("tcp", net.JoinHostPort(host, port))
 	if err != nil {
 		logger.Error("mcpstdio: listening failed", "addr", c.httpAddr, "err", err)
 		h.Close()
 		return 1
+	}
+	ln, err := NewHTTPListener(tcp, HTTPListenerOptions{MaxConnections: c.maxConnections})
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		tcp.Close()
+		h.Close()
+		return 2
 	}
 	bound := ln.Addr().String()
 	if c.httpAddrFile != "" {
@@ -88,11 +99,12 @@ func serveHTTP(c config, rt *Runtime, logger *slog.Logger, stderr io.Writer) int
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
-		MaxHeaderBytes:    http.DefaultMaxHeaderBytes, // 1 MiB: room for Mcp-Param headers, 431 beyond
+		MaxHeaderBytes:    c.maxHeaderBytes, // 431 beyond
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 		ConnState:         h.ConnState,
 	}
+	setMemoryLimit(memoryLimit(c), logger)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	served := make(chan error, 1)

@@ -150,6 +150,41 @@ type listenRequest struct {
 	TaskIDs []string `json:"taskIds,omitempty"`
 }
 
+// decodeListenRequest reads the notifications object of a
+// subscriptions/listen request; a member of another type (null is taken as
+// absent) is refused with a message naming it.
+func decodeListenRequest(raw json.RawMessage) (listenRequest, *RPCError) {
+	var asked listenRequest
+	for _, opt := range []struct {
+		name string
+		dst  *bool
+	}{
+		{"toolsListChanged", &asked.ToolsListChanged},
+		{"promptsListChanged", &asked.PromptsListChanged},
+		{"resourcesListChanged", &asked.ResourcesListChanged},
+	} {
+		switch v, _ := lookupMember(raw, opt.name); string(v) {
+		case "", "null", "false":
+		case "true":
+			*opt.dst = true
+		default:
+			return listenRequest{}, invalidParams("Invalid params: notifications." + opt.name + " must be a boolean")
+		}
+	}
+	for _, list := range []struct {
+		name string
+		dst  *[]string
+	}{
+		{"resourceSubscriptions", &asked.ResourceSubscriptions},
+		{"taskIds", &asked.TaskIDs},
+	} {
+		if v, ok := lookupMember(raw, list.name); ok && json.Unmarshal(v, list.dst) != nil {
+			return listenRequest{}, invalidParams("Invalid params: notifications." + list.name + " must be an array of strings")
+		}
+	}
+	return asked, nil
+}
+
 // listen answers subscriptions/listen (2026): the honoured subset of what
 // was asked, which the transport acknowledges and then serves.
 func (rt *Runtime) listen(ctx context.Context, c *call) Reply {
@@ -157,9 +192,9 @@ func (rt *Runtime) listen(ctx context.Context, c *call) Reply {
 	if !ok || !isJSONObject(raw) {
 		return Reply{Error: invalidParams("Invalid params: subscriptions/listen requires a notifications object")}
 	}
-	var asked listenRequest
-	if err := json.Unmarshal(raw, &asked); err != nil {
-		return Reply{Error: invalidParams("Invalid params: notifications: " + err.Error())}
+	asked, rerr := decodeListenRequest(raw)
+	if rerr != nil {
+		return Reply{Error: rerr}
 	}
 	if len(asked.ResourceSubscriptions) > maxListenResources {
 		return Reply{Error: invalidParams(fmt.Sprintf("Invalid params: at most %d resourceSubscriptions", maxListenResources))}

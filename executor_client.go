@@ -1,0 +1,285 @@
+package main
+
+import (
+	"container/heap"
+	"errors"
+	"fmt"
+)
+
+// Clients of an executor and their fair share.
+//
+// A client is whoever one share is meant for: one stdio connection, one HTTP
+// session, the stateless requests of one remote address, later one
+// principal across sessions. Its submitters' jobs count against its share
+// of the executor: at most MaxClientConcurrency running, MaxClientQueue
+// queued and MaxClientInflightBytes held (ExecutorOptions).
+//
+// The share is a cap, not a weight. Go cannot take a slot back from a
+// running function, so a work-conserving rule (any client may take any free
+// slot) would let one client with slow work (or work that waits for its own
+// client, as an elicitation does) hold every slot for as long as its
+// deadline, and a newcomer would wait for that however fair the queue.
+// With a cap, a client that holds its share leaves the rest of the slots to
+// the others: while fewer than MaxConcurrency/MaxClientConcurrency clients
+// hold their whole share, another client's job starts at once. Beyond that,
+// queued jobs are not served in one FIFO across clients: a freed slot goes
+// to the client, among those with queued work and room in their share, that
+// runs the fewest jobs (ties: the oldest queued job), so a client that runs
+// nothing is next, ahead of the clients that fill their shares. The queue
+// share keeps one client from filling the queue, so that another one's job
+// is queued rather than refused. A single client can still use the whole
+// executor when its share is the whole (the default of ExecutorOptions,
+// which a stdio transport with its own executor keeps: it is its only
+// client).
+//
+// Bytes are reserved against the budget and the share ahead of a job when
+// they are held before it exists (a body being read) or after it (an answer
+// not yet written): Reserve, Grow and Add, then SubmitReserved hands the
+// bytes to a job.
+
+// ExecutorClient is one client of an Executor: a group of submitters whose
+// jobs and reservations share one client's share of the executor's limits.
+// Create it with Executor.NewClient and its submitters with NewSubmitter. It
+// needs no closing: it is garbage once its submitters and reservations are.
+// Its methods are safe for concurrent use.
+type ExecutorClient struct {
+	e *Executor // read-only
+
+	// Guarded by e.mu.
+	running    int     // slots its jobs hold, including abandoned jobs whose function has not returned
+	queue      jobList // its queued jobs, oldest first (queueLinks)
+	bytes      int     // sizes of its admitted jobs, and its reservations
+	readyIndex int     // position in e.ready, -1 when not there
+}
+
+// ClientStats is a snapshot of one client's use of its share.
+type ClientStats struct {
+	Running       int // jobs holding a slot, including cancelled ones whose function has not returned
+	Queued        int // jobs waiting in its queue
+	InflightBytes int // sizes of its running and queued jobs, and its reservations
+}
+
+// NewClient returns a new client of e, with nothing admitted. On a closed
+// executor its submitters and reservations fail with ErrExecutorClosed.
+func (e *Executor) NewClient() *ExecutorClient {
+	return &ExecutorClient{e: e, queue: jobList{links: queueLinks}, readyIndex: -1}
+}
+
+// Stats returns a snapshot of the client's use of its share.
+func (c *ExecutorClient) Stats() ClientStats {
+	c.e.mu.Lock()
+	defer c.e.mu.Unlock()
+	return ClientStats{Running: c.running, Queued: c.queue.len, InflightBytes: c.bytes}
+}
+
+// fitsLocked reports whether size more bytes of client c fit in the budget
+// and in c's share, own of the bytes in flight being those of the job or
+// reservation that grows (0 for a new one). Size 0 always fits; so does
+// anything when, but for own, nothing is in flight (executor-wide for the
+// budget, of c for its share), however large it is.
+func (e *Executor) fitsLocked(c *ExecutorClient, size, own int) bool {
+	if size == 0 || e.maxBytes == 0 {
+		return true
+	}
+	fitsBudget := e.bytes == own || size <= e.maxBytes-e.bytes
+	fitsShare := c.bytes == own || size <= e.maxClientBytes-c.bytes
+	return fitsBudget && fitsShare
+}
+
+// chargeLocked counts n more bytes of client c.
+func (e *Executor) chargeLocked(c *ExecutorClient, n int) {
+	e.bytes += n
+	c.bytes += n
+}
+
+// releaseJobBytesLocked frees what j holds: its size, or its hold on a
+// reservation. It is called once, when j leaves the queue unrun or its
+// function returns.
+func (e *Executor) releaseJobBytesLocked(j *job) {
+	e.chargeLocked(j.sub.client, -j.size)
+	if r := j.hold; r != nil {
+		r.jobs--
+		e.freeIfUnheldLocked(r)
+	}
+}
+
+// updateReadyLocked puts c in e.ready, moves it there or takes it out, as
+// its queue and running count now say: it is ready when it has a queued job
+// and runs fewer than its share.
+func (e *Executor) updateReadyLocked(c *ExecutorClient) {
+	ready := c.queue.len > 0 && c.running < e.maxClientConcurrency
+	switch {
+	case ready && c.readyIndex < 0:
+		heap.Push(&e.ready, c)
+	case ready:
+		heap.Fix(&e.ready, c.readyIndex)
+	case c.readyIndex >= 0:
+		heap.Remove(&e.ready, c.readyIndex)
+	}
+}
+
+// popReadyLocked takes the oldest queued job of the ready client that runs
+// the fewest jobs, counts it running for its client and returns it; nil when
+// no client is ready. The caller gives it a slot.
+//
+// While a slot is free no client is ready (admission starts a job that can
+// start), so the freed slot a finishing job hands over is the only one a
+// ready client can get.
+func (e *Executor) popReadyLocked() *job {
+	if len(e.ready) == 0 {
+		return nil
+	}
+	c := e.ready[0]
+	j := c.queue.popFront()
+	e.queued--
+	c.running++
+	e.updateReadyLocked(c)
+	return j
+}
+
+// readyHeap orders the ready clients for container/heap: fewest running
+// first, then the one whose oldest queued job was admitted first. It keeps
+// each client's readyIndex current.
+type readyHeap []*ExecutorClient
+
+func (h readyHeap) Len() int { return len(h) }
+
+func (h readyHeap) Less(a, b int) bool {
+	if h[a].running != h[b].running {
+		return h[a].running < h[b].running
+	}
+	return h[a].queue.head.ref < h[b].queue.head.ref
+}
+
+func (h readyHeap) Swap(a, b int) {
+	h[a], h[b] = h[b], h[a]
+	h[a].readyIndex, h[b].readyIndex = a, b
+}
+
+func (h *readyHeap) Push(x any) {
+	c := x.(*ExecutorClient)
+	c.readyIndex = len(*h)
+	*h = append(*h, c)
+}
+
+func (h *readyHeap) Pop() any {
+	old := *h
+	c := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	c.readyIndex = -1
+	return c
+}
+
+// errReservationReleased is returned for a reservation whose bytes were
+// freed: it was released and no job holds it.
+var errReservationReleased = errors.New("executor: reservation released")
+
+// Reservation is bytes held against an executor's MaxInflightBytes and its
+// client's share before (or after) a job holds them: a message being read,
+// an answer waiting for its write. Create it with ExecutorClient.Reserve;
+// its methods are safe for concurrent use. Its bytes are free once the
+// caller called Release and no job holds it (SubmitReserved).
+type Reservation struct {
+	c *ExecutorClient // read-only
+
+	// Guarded by c.e.mu.
+	n        int  // bytes held
+	released bool // the caller let go (Release)
+	jobs     int  // admitted jobs holding it until they finish
+}
+
+// Reserve holds n bytes (n ≥ 0) against the executor's MaxInflightBytes and
+// c's share, as a job of size n would be admitted: it fails with
+// ErrOverloaded when they do not fit (see ExecutorOptions), with
+// ErrExecutorClosed on a closed executor.
+func (c *ExecutorClient) Reserve(n int) (*Reservation, error) {
+	if n < 0 {
+		return nil, fmt.Errorf("executor: Reserve called with negative size %d", n)
+	}
+	e := c.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch {
+	case e.closed:
+		return nil, ErrExecutorClosed
+	case !e.fitsLocked(c, n, 0):
+		return nil, ErrOverloaded
+	}
+	e.chargeLocked(c, n)
+	return &Reservation{c: c, n: n}, nil
+}
+
+// Grow holds n more bytes (n ≥ 0) if they fit, as Reserve: the bytes r
+// holds already count as one job's, so a reservation that alone holds more
+// than the budget (or the share) may grow while nothing else is in flight.
+// It fails with ErrOverloaded when they do not fit, ErrExecutorClosed on a
+// closed executor, and an error once r's bytes are freed.
+func (r *Reservation) Grow(n int) error {
+	if n < 0 {
+		return fmt.Errorf("executor: Grow called with negative size %d", n)
+	}
+	e := r.c.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch {
+	case e.closed:
+		return ErrExecutorClosed
+	case r.freed():
+		return errReservationReleased
+	case !e.fitsLocked(r.c, n, r.n):
+		return ErrOverloaded
+	}
+	r.n += n
+	e.chargeLocked(r.c, n)
+	return nil
+}
+
+// Add holds n more bytes (n ≥ 0) without refusing them, for bytes that exist
+// already and must be kept, e.g. an answer frame waiting for its write:
+// they are counted, so that what is admitted next is refused instead. Once
+// r's bytes are freed it does nothing.
+func (r *Reservation) Add(n int) {
+	if n <= 0 {
+		return
+	}
+	e := r.c.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !r.freed() {
+		r.n += n
+		e.chargeLocked(r.c, n)
+	}
+}
+
+// Len returns the bytes r holds (0 once they are freed).
+func (r *Reservation) Len() int {
+	e := r.c.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return r.n
+}
+
+// Release lets go of r: its bytes are free now, or when the last job
+// holding it finishes. Idempotent; nil-safe.
+func (r *Reservation) Release() {
+	if r == nil {
+		return
+	}
+	e := r.c.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	r.released = true
+	e.freeIfUnheldLocked(r)
+}
+
+// freed reports whether r's bytes were freed: released and held by no job.
+func (r *Reservation) freed() bool { return r.released && r.jobs == 0 }
+
+// freeIfUnheldLocked frees r's bytes once no one holds it.
+func (e *Executor) freeIfUnheldLocked(r *Reservation) {
+	if r.freed() && r.n > 0 {
+		e.chargeLocked(r.c, -r.n)
+		r.n = 0
+	}
+}

@@ -1,0 +1,410 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+)
+
+func expectClientStats(t *testing.T, c *ExecutorClient, want ClientStats) {
+	t.Helper()
+	if got := c.Stats(); got != want {
+		t.Fatalf("client Stats() = %+v, want %+v", got, want)
+	}
+}
+
+// startBlocked submits a job of s that blocks until released and waits for
+// it to start.
+func startBlocked(t *testing.T, s *Submitter, key string) *fakeWork {
+	t.Helper()
+	w := newFakeWork(key)
+	mustSubmit(t, s, key, 0, w.ignoringCtx)
+	waitClosed(t, w.started, key+" start")
+	return w
+}
+
+// A client that holds its whole share of slots and of the queue leaves the
+// rest of the executor to the others: another client's job starts at once,
+// though the first client's jobs were admitted first and wait. Without the
+// share, the first client's queued jobs would have taken every slot.
+func TestClientShareLeavesSlotsToOtherClients(t *testing.T) {
+	e := newTestExecutor(t, ExecutorOptions{MaxConcurrency: 4, MaxQueue: 8, MaxClientConcurrency: 2, MaxClientQueue: 2})
+	greedy, other := e.NewClient(), e.NewClient()
+	gs := greedy.NewSubmitter()
+	held := []*fakeWork{startBlocked(t, gs, "g0"), startBlocked(t, gs, "g1")}
+	queuedRan := make(chan string, 2)
+	for _, key := range []string{"g2", "g3"} {
+		mustSubmit(t, gs, key, 0, func(context.Context) any { queuedRan <- key; return nil })
+	}
+	expectClientStats(t, greedy, ClientStats{Running: 2, Queued: 2})
+	expectStats(t, e, 2, 2) // two slots free, and the greedy client's jobs wait
+	if _, err := gs.Submit("g4", 0, returning(nil)); !errors.Is(err, ErrOverloaded) {
+		t.Fatalf("a job beyond the client's queue share: err = %v, want ErrOverloaded", err)
+	}
+	// Another submitter of the same client shares its share.
+	if _, err := greedy.NewSubmitter().Submit("g5", 0, returning(nil)); !errors.Is(err, ErrOverloaded) {
+		t.Fatalf("a job of another submitter of the full client: err = %v, want ErrOverloaded", err)
+	}
+
+	os := other.NewSubmitter()
+	w := newFakeWork("other")
+	ref := mustSubmit(t, os, "o", 0, w.ignoringCtx)
+	expectClientStats(t, other, ClientStats{Running: 1}) // started at once, in Submit
+	waitClosed(t, w.started, "the other client's job start")
+	close(w.release)
+	expectOutcome(t, os, ref, "o", OutcomeCompleted)
+
+	// The greedy client's queued jobs run, in order, as its own slots free.
+	close(held[0].release)
+	if got := <-queuedRan; got != "g2" {
+		t.Fatalf("the greedy client's first queued job is %s, want g2", got)
+	}
+	close(held[1].release)
+	if got := <-queuedRan; got != "g3" {
+		t.Fatalf("the greedy client's second queued job is %s, want g3", got)
+	}
+	for range 4 {
+		receive(t, gs)
+	}
+	expectClientStats(t, greedy, ClientStats{})
+}
+
+// With the default options a client's share is the whole executor: a single
+// client (a stdio connection) may run MaxConcurrency jobs and queue MaxQueue.
+func TestDefaultShareIsTheWholeExecutor(t *testing.T) {
+	e := newTestExecutor(t, ExecutorOptions{MaxConcurrency: 3, MaxQueue: 2})
+	s := e.NewSubmitter()
+	var held []*fakeWork
+	for i := range 3 {
+		held = append(held, startBlocked(t, s, fmt.Sprint("r", i)))
+	}
+	mustSubmit(t, s, "q0", 0, returning(nil))
+	mustSubmit(t, s, "q1", 0, returning(nil))
+	expectClientStats(t, s.client, ClientStats{Running: 3, Queued: 2})
+	if _, err := s.Submit("q2", 0, returning(nil)); !errors.Is(err, ErrOverloaded) {
+		t.Fatalf("beyond MaxQueue: err = %v, want ErrOverloaded", err)
+	}
+	for _, w := range held {
+		close(w.release)
+	}
+	for range 5 {
+		receive(t, s)
+	}
+}
+
+// A freed slot goes to the client with queued work that runs the fewest
+// jobs, not to the oldest queued job: a client that runs nothing is next.
+// Among clients that run as many, the oldest queued job goes first.
+func TestFreedSlotGoesToTheClientRunningFewest(t *testing.T) {
+	e := newTestExecutor(t, ExecutorOptions{MaxConcurrency: 2, MaxQueue: 10})
+	a, b, c := e.NewSubmitter(), e.NewSubmitter(), e.NewSubmitter()
+	a0, a1 := startBlocked(t, a, "a0"), startBlocked(t, a, "a1")
+	ran := make(chan string, 4)
+	queue := func(s *Submitter, key string) {
+		mustSubmit(t, s, key, 0, func(context.Context) any { ran <- key; return nil })
+	}
+	queue(a, "a2") // oldest, but its client runs two jobs
+	queue(b, "b0")
+	queue(c, "c0")
+	queue(b, "b1")
+	expectStats(t, e, 2, 4)
+
+	// Only one slot cycles from here on, a1 holding the other: a runs one
+	// job throughout, so its older job waits while b or c runs nothing.
+	close(a0.release)
+	for _, want := range []string{
+		"b0", // b and c run nothing; b's job is older
+		"c0", // b0 returned: b and c run nothing again; c's job is older than b1
+		"b1", // b runs nothing, a one
+		"a2",
+	} {
+		if got := <-ran; got != want {
+			t.Fatalf("next queued job to run: %s, want %s", got, want)
+		}
+	}
+	close(a1.release)
+	for range 3 {
+		receive(t, a)
+	}
+}
+
+// A client's byte share bounds what its jobs and reservations hold; another
+// client is admitted meanwhile. As with the whole budget, one job larger
+// than the share is admitted when its client holds nothing.
+func TestClientByteShare(t *testing.T) {
+	e := newTestExecutor(t, ExecutorOptions{MaxInflightBytes: 100, MaxClientInflightBytes: 40})
+	a, b := e.NewSubmitter(), e.NewSubmitter()
+	big := newFakeWork(nil)
+	bigRef := mustSubmitSized(t, a, "big", 50, big.ignoringCtx) // over the share, alone
+	if _, err := a.SubmitSized("one", 1, 0, returning(nil)); !errors.Is(err, ErrOverloaded) {
+		t.Fatalf("a job beside its client's over-share job: err = %v, want ErrOverloaded", err)
+	}
+	if _, err := a.client.Reserve(1); !errors.Is(err, ErrOverloaded) {
+		t.Fatalf("a reservation beside its client's over-share job: err = %v, want ErrOverloaded", err)
+	}
+	held := newFakeWork(nil)
+	heldRef := mustSubmitSized(t, b, "b", 40, held.ignoringCtx)
+	if _, err := b.SubmitSized("b2", 1, 0, returning(nil)); !errors.Is(err, ErrOverloaded) {
+		t.Fatalf("beyond the share of the other client: err = %v, want ErrOverloaded", err)
+	}
+	expectBytes(t, e, 90)
+	expectClientStats(t, a.client, ClientStats{Running: 1, InflightBytes: 50})
+	close(big.release)
+	expectOutcome(t, a, bigRef, "big", OutcomeCompleted)
+	close(held.release)
+	expectOutcome(t, b, heldRef, "b", OutcomeCompleted)
+	expectBytes(t, e, 0)
+}
+
+// Reserved bytes count against the budget and the client's share until they
+// are released; a reservation grows while they fit, and Add counts bytes
+// without refusing them.
+func TestReservationCountsUntilReleased(t *testing.T) {
+	e := newTestExecutor(t, ExecutorOptions{MaxInflightBytes: 100, MaxClientInflightBytes: 60})
+	a, b := e.NewClient(), e.NewClient()
+	first, err := a.Reserve(10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := a.Reserve(40)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Grow(10); err != nil {
+		t.Fatalf("Grow within the share: %v", err)
+	}
+	if err := r.Grow(1); !errors.Is(err, ErrOverloaded) {
+		t.Fatalf("Grow beyond the share: err = %v, want ErrOverloaded", err)
+	}
+	if _, err := b.Reserve(41); !errors.Is(err, ErrOverloaded) {
+		t.Fatalf("Reserve beyond the budget: err = %v, want ErrOverloaded", err)
+	}
+	other, err := b.Reserve(40)
+	if err != nil {
+		t.Fatalf("Reserve within the budget: %v", err)
+	}
+	r.Add(30) // never refused
+	if got := r.Len(); got != 80 {
+		t.Fatalf("Len = %d, want 80", got)
+	}
+	expectBytes(t, e, 130)
+	if _, err := b.NewSubmitter().SubmitSized("k", 1, 0, returning(nil)); !errors.Is(err, ErrOverloaded) {
+		t.Fatalf("a job while Add passed the budget: err = %v, want ErrOverloaded", err)
+	}
+	r.Release()
+	r.Release() // idempotent
+	if got := r.Len(); got != 0 {
+		t.Fatalf("Len after Release = %d, want 0", got)
+	}
+	if err := r.Grow(1); err == nil {
+		t.Fatal("Grow after Release succeeded")
+	}
+	r.Add(5) // does nothing
+	expectBytes(t, e, 50)
+	first.Release()
+	expectClientStats(t, a, ClientStats{})
+	other.Release()
+	expectBytes(t, e, 0)
+	if _, err := a.Reserve(-1); err == nil {
+		t.Fatal("Reserve(-1) succeeded")
+	}
+}
+
+// A reservation alone may hold more than the budget, grown chunk by chunk
+// as a body of unknown length is read, as one job larger than the budget is
+// admitted alone; nothing else fits beside it.
+func TestReservationLargerThanTheBudgetGrowsAlone(t *testing.T) {
+	e := newTestExecutor(t, ExecutorOptions{MaxInflightBytes: 10})
+	c := e.NewClient()
+	r, err := c.Reserve(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		if err := r.Grow(4); err != nil {
+			t.Fatalf("Grow of the only reservation: %v", err)
+		}
+	}
+	if _, err := e.NewClient().Reserve(1); !errors.Is(err, ErrOverloaded) {
+		t.Fatalf("Reserve beside an over-budget reservation: err = %v, want ErrOverloaded", err)
+	}
+	r.Release()
+	expectBytes(t, e, 0)
+}
+
+// A job submitted with a reservation holds its bytes until its function
+// returns, and the caller until it releases them: they are free when both
+// let go, in either order. The job is never refused for its bytes.
+func TestSubmitReservedHoldsTheBytesUntilBothLetGo(t *testing.T) {
+	e := newTestExecutor(t, ExecutorOptions{MaxConcurrency: 1, MaxInflightBytes: 100})
+	c := e.NewClient()
+	s := c.NewSubmitter()
+
+	r, err := c.Reserve(100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newFakeWork(nil)
+	ref, err := s.SubmitReserved("job", r, 0, w.ignoringCtx)
+	if err != nil {
+		t.Fatalf("SubmitReserved with the whole budget reserved: %v", err)
+	}
+	waitClosed(t, w.started, "job start")
+	r.Release() // the job still holds the bytes
+	expectBytes(t, e, 100)
+	close(w.release)
+	expectOutcome(t, s, ref, "job", OutcomeCompleted)
+	expectBytes(t, e, 0)
+
+	// The other order: the job returns first, the caller keeps the bytes
+	// counted (an answer being written) until it releases them.
+	r, _ = c.Reserve(30)
+	ref, err = s.SubmitReserved("job", r, 0, returning(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	expectOutcome(t, s, ref, "job", OutcomeCompleted)
+	expectBytes(t, e, 30)
+	r.Release()
+	expectBytes(t, e, 0)
+
+	// A queued job that is cancelled lets go of its reservation at once.
+	blocker := startBlocked(t, s, "blocker")
+	r, _ = c.Reserve(20)
+	ref, err = s.SubmitReserved("queued", r, 0, returning(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Release()
+	expectBytes(t, e, 20)
+	s.Cancel("queued")
+	expectOutcome(t, s, ref, "queued", OutcomeCancelled)
+	expectBytes(t, e, 0)
+	close(blocker.release)
+	receive(t, s)
+
+	if _, err := s.SubmitReserved("late", r, 0, returning(nil)); err == nil {
+		t.Fatal("SubmitReserved with a released reservation succeeded")
+	}
+	e.Close()
+	if _, err := c.Reserve(1); !errors.Is(err, ErrExecutorClosed) {
+		t.Fatalf("Reserve on a closed executor: err = %v, want ErrExecutorClosed", err)
+	}
+}
+
+// checkClientInvariants checks, under the lock, that the executor's counts
+// are the sums of its clients' and that no limit or share is exceeded, and
+// that a client is ready exactly when it may start a queued job, which never
+// happens while a slot is free.
+func checkClientInvariants(t *testing.T, e *Executor, clients []*ExecutorClient) {
+	t.Helper()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	running, queued, bytes := 0, 0, 0
+	for i, c := range clients {
+		running += c.running
+		queued += c.queue.len
+		bytes += c.bytes
+		ready := c.queue.len > 0 && c.running < e.maxClientConcurrency
+		switch {
+		case c.running > e.maxClientConcurrency || c.queue.len > e.maxClientQueue:
+			t.Fatalf("client %d runs %d and queues %d, beyond its share", i, c.running, c.queue.len)
+		case ready != (c.readyIndex >= 0):
+			t.Fatalf("client %d: ready %v, in the ready heap at %d", i, ready, c.readyIndex)
+		case ready && e.running < e.maxConcurrency:
+			t.Fatalf("client %d is ready while %d of %d slots are held", i, e.running, e.maxConcurrency)
+		}
+	}
+	if running != e.running || queued != e.queued || bytes != e.bytes || e.running > e.maxConcurrency || e.queued > e.maxQueue {
+		t.Fatalf("executor: running %d queued %d bytes %d; clients' sums: %d %d %d", e.running, e.queued, e.bytes, running, queued, bytes)
+	}
+}
+
+// TestClientSharesUnderRandomLoad drives several clients with random jobs,
+// cancellations and reservations, from several goroutines, and checks the
+// bookkeeping after every step: exactly one outcome per admitted job, and
+// nothing held at the end.
+func TestClientSharesUnderRandomLoad(t *testing.T) {
+	e := newTestExecutor(t, ExecutorOptions{MaxConcurrency: 4, MaxQueue: 6, MaxInflightBytes: 200,
+		MaxClientConcurrency: 2, MaxClientQueue: 3, MaxClientInflightBytes: 90})
+	clients := make([]*ExecutorClient, 4)
+	for i := range clients {
+		clients[i] = e.NewClient()
+	}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(g), 1))
+			c := clients[g]
+			s := c.NewSubmitter()
+			admitted := map[ExecutionRef]bool{}
+			for i := range 300 {
+				key := fmt.Sprint(i % 8)
+				work := func(ctx context.Context) any {
+					if i%3 == 0 {
+						<-ctx.Done()
+					}
+					return nil
+				}
+				var ref ExecutionRef
+				var err error
+				switch rng.IntN(4) {
+				case 0:
+					r, rerr := c.Reserve(rng.IntN(40))
+					if rerr != nil {
+						continue
+					}
+					ref, err = s.SubmitReserved(key, r, 0, work)
+					r.Release()
+				case 1:
+					s.Cancel(fmt.Sprint(rng.IntN(8)))
+					continue
+				default:
+					ref, err = s.SubmitSized(key, rng.IntN(40), 0, work)
+				}
+				if err == nil {
+					admitted[ref] = true
+				}
+				for len(s.Outcomes()) > 0 {
+					o := <-s.Outcomes()
+					if !admitted[o.Ref] {
+						t.Errorf("outcome for %d, not admitted or delivered twice", o.Ref)
+					}
+					delete(admitted, o.Ref)
+				}
+			}
+			for _, key := range []string{"0", "1", "2", "3", "4", "5", "6", "7"} {
+				s.Cancel(key)
+			}
+			for len(admitted) > 0 {
+				var o Outcome
+				select {
+				case o = <-s.Outcomes():
+				case <-time.After(failAfter):
+					t.Errorf("client %d: %d outcomes missing", g, len(admitted))
+					return
+				}
+				if !admitted[o.Ref] {
+					t.Errorf("outcome for %d, not admitted or delivered twice", o.Ref)
+				}
+				delete(admitted, o.Ref)
+			}
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	for !isClosed(done) {
+		checkClientInvariants(t, e, clients)
+		runtime.Gosched()
+	}
+	eventually(t, "every job's function returning", func() bool { st := e.Stats(); return st.Running == 0 && st.Queued == 0 })
+	checkClientInvariants(t, e, clients)
+	expectBytes(t, e, 0)
+}

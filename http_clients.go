@@ -1,0 +1,277 @@
+package main
+
+import (
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// The clients of the HTTP handler's executor, and POST bodies counted
+// against their share before they are read.
+//
+// A POST belongs to the client that its headers name, decided before its
+// body is read: HTTPOptions.ClientKey's answer when it gives one, else the
+// principal it was authorized as (whatever session it belongs to), else the
+// live session its Mcp-Session-Id names, else its remote address (the IP, without the port: the stateless requests
+// of one host share one client). Its body counts against the in-flight byte
+// budget and the client's share from before it is read (by Content-Length;
+// a chunked body as it arrives) until its answer is written or its stream
+// ends, because the message served holds it that long; a body that does not
+// fit is refused 503 unread.
+
+// clientTable holds the executor clients of the handler's POSTs by key. An
+// entry lives while a POST uses it or its client still holds something (a
+// job whose function has not returned after its request ended); entries
+// that hold nothing and are not used are dropped when their last user
+// leaves, or swept later.
+type clientTable struct {
+	e *Executor // read-only after init
+
+	mu      sync.Mutex
+	byKey   map[string]*clientEntry // guarded by mu
+	sweepAt int                     // sweep when a new entry would make this many; guarded by mu
+}
+
+// clientEntry is one client of the table and its POSTs being served.
+type clientEntry struct {
+	key    string          // read-only
+	client *ExecutorClient // read-only
+	users  int             // guarded by clientTable.mu
+}
+
+// minClientSweep is the table size below which entries are not swept.
+const minClientSweep = 64
+
+func (t *clientTable) init(e *Executor) {
+	t.e, t.byKey, t.sweepAt = e, make(map[string]*clientEntry), minClientSweep
+}
+
+// acquire returns the entry of key, created if needed, with one more user;
+// the caller calls release when its POST is served.
+func (t *clientTable) acquire(key string) *clientEntry {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	en := t.byKey[key]
+	if en == nil {
+		if len(t.byKey) >= t.sweepAt {
+			t.sweepLocked()
+		}
+		en = &clientEntry{key: key, client: t.e.NewClient()}
+		t.byKey[key] = en
+	}
+	en.users++
+	return en
+}
+
+// release drops a user of en, and en itself when it has no user and its
+// client holds nothing.
+func (t *clientTable) release(en *clientEntry) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	en.users--
+	if en.users == 0 && en.client.Stats() == (ClientStats{}) {
+		delete(t.byKey, en.key)
+	}
+}
+
+// sweepLocked drops the entries with no user whose client holds nothing, and
+// sets the next sweep at twice what remains: their number is bounded by the
+// jobs and reservations held, so the table stays proportional to the load.
+func (t *clientTable) sweepLocked() {
+	for key, en := range t.byKey {
+		if en.users == 0 && en.client.Stats() == (ClientStats{}) {
+			delete(t.byKey, key)
+		}
+	}
+	t.sweepAt = max(2*len(t.byKey), minClientSweep)
+}
+
+// len returns the number of entries.
+func (t *clientTable) len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.byKey)
+}
+
+// clientKey names the client of a POST; see the comment at the top.
+func (h *HTTPHandler) clientKey(r *http.Request) string {
+	if key := h.sessionClientKey(r); key != "" {
+		return key
+	}
+	if id := r.Header.Get(headerSessionID); id != "" && h.sessions.has(id) {
+		return sessionClientKey(id)
+	}
+	return "addr " + hostWithoutPort(r.RemoteAddr)
+}
+
+// sessionClientKey names the client of the session r's initialize creates
+// (and of any other request it makes): ClientKey's answer, else the
+// principal r was authorized as; "" when r has neither, and a session then
+// is a client of its own.
+func (h *HTTPHandler) sessionClientKey(r *http.Request) string {
+	if h.opts.ClientKey != nil {
+		if key := h.opts.ClientKey(r); key != "" {
+			return "key " + key
+		}
+	}
+	if p := principalBinding(PrincipalFromContext(r.Context())); p != "" {
+		return principalClientKey(p)
+	}
+	return ""
+}
+
+// principalClientKey and sessionClientKey are the client keys of an
+// authorized principal's requests (whatever session they belong to) and of
+// a session that has no other.
+func principalClientKey(binding string) string { return "principal " + binding }
+func sessionClientKey(id string) string        { return "session " + id }
+
+// has reports whether id names a live session.
+func (t *sessionTable) has(id string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.byID[id] != nil
+}
+
+// submitterFor returns a new submitter of the client msg was read for.
+func (h *HTTPHandler) submitterFor(msg *postedMessage) *Submitter {
+	if msg.client == nil {
+		return h.executor.NewSubmitter()
+	}
+	return msg.client.NewSubmitter()
+}
+
+// executorOptions returns the options of the executor the handler creates:
+// its limits, and each client's share of them, a quarter unless set
+// (negative: the whole).
+func (o *HTTPOptions) executorOptions() ExecutorOptions {
+	eo := ExecutorOptions{MaxConcurrency: o.MaxConcurrency, MaxQueue: o.MaxQueue, MaxInflightBytes: o.MaxInflightBytes}
+	limits := eo.limits()
+	eo.MaxClientConcurrency = httpClientShare(o.MaxClientConcurrency, limits.MaxConcurrency)
+	eo.MaxClientQueue = httpClientShare(o.MaxClientQueue, limits.MaxQueue)
+	eo.MaxClientInflightBytes = httpClientShare(o.MaxClientInflightBytes, limits.MaxInflightBytes)
+	return eo
+}
+
+// httpClientShare is the ExecutorOptions share for an HTTPOptions share of
+// limit: as set, a quarter of limit (rounded up) for 0, the whole (0) when
+// negative.
+func httpClientShare(share, limit int) int {
+	switch {
+	case share > 0:
+		return share
+	case share < 0:
+		return 0
+	}
+	return (limit + 3) / 4
+}
+
+// bodyChunk is the first reservation of a body of unknown length (chunked),
+// which then doubles as it arrives.
+const bodyChunk = 64 << 10
+
+// readBody reads a POST body of at most MaxBodyBytes within ReadBodyTimeout,
+// its bytes reserved for client: all of them before reading when the
+// Content-Length is known, else as they arrive. It answers the request
+// itself when the body cannot be read: 415, 413, 408, 400, and 503 (a
+// JSON-RPC -32603 "Server execution capacity exhausted" without id, since
+// none is known) when the bytes do not fit in the in-flight budget or the
+// client's share. On success the caller releases the reservation.
+func (h *HTTPHandler) readBody(w http.ResponseWriter, r *http.Request, client *ExecutorClient) ([]byte, *Reservation, bool) {
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		httpError(w, http.StatusUnsupportedMediaType, "Unsupported Media Type: Content-Type must be application/json")
+		return nil, nil, false
+	}
+	limit := int64(h.opts.MaxBodyBytes)
+	if r.ContentLength > limit {
+		h.bodyTooLarge(w)
+		return nil, nil, false
+	}
+	res, err := client.Reserve(int(max(r.ContentLength, 0)))
+	if err != nil {
+		refuseUnread(w, err)
+		return nil, nil, false
+	}
+	// The deadline is the connection's: it is lifted once the body is read,
+	// else it would end the response streams that outlive it (when reading
+	// failed it stays, so the server does not wait for the rest of the body
+	// either). A response that cannot take deadlines is read without.
+	rc := http.NewResponseController(w)
+	timed := rc.SetReadDeadline(time.Now().Add(h.opts.ReadBodyTimeout)) == nil
+	var body []byte
+	if r.ContentLength >= 0 {
+		body = make([]byte, r.ContentLength)
+		_, err = io.ReadFull(r.Body, body)
+	} else {
+		body, err = readGrowing(http.MaxBytesReader(w, r.Body, limit), limit, res)
+	}
+	if err != nil {
+		res.Release()
+		_, tooLarge := errors.AsType[*http.MaxBytesError](err)
+		switch {
+		case errors.Is(err, ErrOverloaded), errors.Is(err, ErrExecutorClosed):
+			refuseUnread(w, err)
+		case tooLarge:
+			h.bodyTooLarge(w)
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			httpError(w, http.StatusRequestTimeout, "Request Timeout: the body took longer than "+h.opts.ReadBodyTimeout.String()+" to arrive")
+		default:
+			httpError(w, http.StatusBadRequest, "Bad Request: reading the body failed")
+		}
+		return nil, nil, false // the deadline stays: the rest of the body is not waited for
+	}
+	if timed {
+		rc.SetReadDeadline(time.Time{})
+	}
+	return body, res, true
+}
+
+// readGrowing reads src, which fails beyond limit bytes, to its end into a
+// buffer whose capacity res counts: the buffer doubles (from bodyChunk, and
+// to at most limit+1, where src fails), and res grows first; it fails with
+// Grow's error when the bytes do not fit.
+func readGrowing(src io.Reader, limit int64, res *Reservation) ([]byte, error) {
+	var buf []byte
+	for {
+		if len(buf) == cap(buf) {
+			size := int(min(max(2*int64(cap(buf)), bodyChunk), limit+1))
+			if err := res.Grow(size - cap(buf)); err != nil {
+				return nil, err
+			}
+			grown := make([]byte, len(buf), size)
+			copy(grown, buf)
+			buf = grown
+		}
+		n, err := src.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+func (h *HTTPHandler) bodyTooLarge(w http.ResponseWriter) {
+	httpError(w, http.StatusRequestEntityTooLarge, "Request body exceeds the "+strconv.Itoa(h.opts.MaxBodyBytes)+"-byte limit")
+}
+
+// refuseUnread answers a POST whose body could not be reserved: 503, with the
+// executor's overload message (or the shutdown message once it is closed).
+// The connection is closed after the answer, so that the server does not
+// read the rest of the body to keep it (net/http reads up to 256 KiB of an
+// unread body before it answers, unless it closes the connection).
+func refuseUnread(w http.ResponseWriter, err error) {
+	message := errCapacity.Message
+	if errors.Is(err, ErrExecutorClosed) {
+		message = errShuttingDown.Message
+	}
+	w.Header().Set("Connection", "close")
+	httpError(w, http.StatusServiceUnavailable, message)
+}

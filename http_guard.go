@@ -1,0 +1,103 @@
+package main
+
+import (
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// Request rules of the HTTP transport that look at headers only: repeated
+// routing headers, and the media types an Accept header admits.
+
+// repeatedRoutingHeader returns the name of a header that routes or
+// authorizes a request (Mcp-Session-Id, MCP-Protocol-Version, Mcp-Method,
+// Mcp-Name, Mcp-Param-*) and appears more than once, "" when none does. The
+// handler reads the first value of a header; an intermediary that reads the
+// last would route or authorize another call, so such a request is refused.
+func repeatedRoutingHeader(header http.Header) string {
+	for name, values := range header {
+		if len(values) > 1 && isRoutingHeader(name) {
+			return name
+		}
+	}
+	return ""
+}
+
+func isRoutingHeader(name string) bool {
+	for _, routing := range []string{headerSessionID, headerProtocolVersion, headerMethod, headerName} {
+		if strings.EqualFold(name, routing) {
+			return true
+		}
+	}
+	return len(name) > len(headerParamPrefix) && strings.EqualFold(name[:len(headerParamPrefix)], headerParamPrefix)
+}
+
+// refuseRepeatedRoutingHeader answers 400 with -32020 when a routing header
+// is repeated, and reports whether it did.
+func refuseRepeatedRoutingHeader(w http.ResponseWriter, r *http.Request) bool {
+	name := repeatedRoutingHeader(r.Header)
+	if name == "" {
+		return false
+	}
+	writeJSONFrame(w, http.StatusBadRequest, errorFrame("", headerMismatch("the %s header appears more than once", name)))
+	return true
+}
+
+// mediaTypes reports which of JSON and SSE an Accept header admits; a
+// missing header admits both. Each type takes the quality of the most
+// specific range that matches it (type/subtype, then type/*, then */*;
+// among ranges as specific, the highest), and is admitted when that is
+// above 0: "application/json;q=0, */*" admits SSE only. A range whose q is
+// not a number from 0 to 1 is ignored.
+func mediaTypes(accept []string) (json, sse bool) {
+	if len(accept) == 0 {
+		return true, true
+	}
+	var jsonQ, sseQ acceptQuality
+	for _, line := range accept {
+		for part := range strings.SplitSeq(line, ",") {
+			mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+			if err != nil {
+				continue
+			}
+			q := 1.0
+			if v, ok := params["q"]; ok {
+				if q, err = strconv.ParseFloat(v, 64); err != nil || q < 0 || q > 1 {
+					continue
+				}
+			}
+			jsonQ.consider(mt, "application", "json", q)
+			sseQ.consider(mt, "text", "event-stream", q)
+		}
+	}
+	return jsonQ.q > 0, sseQ.q > 0
+}
+
+// acceptQuality is the quality an Accept header gives one media type: that
+// of the most specific matching range seen so far.
+type acceptQuality struct {
+	specificity int // 0: no range matched; 1: */*; 2: type/*; 3: type/subtype
+	q           float64
+}
+
+// consider takes the range mt (lower-case, as mime.ParseMediaType returns
+// it) with quality q into account for the media type typ/subtype.
+func (a *acceptQuality) consider(mt, typ, subtype string, q float64) {
+	specificity := 0
+	switch mt {
+	case "*/*":
+		specificity = 1
+	case typ + "/*":
+		specificity = 2
+	case typ + "/" + subtype:
+		specificity = 3
+	}
+	switch {
+	case specificity == 0 || specificity < a.specificity:
+	case specificity > a.specificity:
+		a.specificity, a.q = specificity, q
+	default:
+		a.q = max(a.q, q)
+	}
+}

@@ -1,0 +1,260 @@
+package main
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// newListenerTestServer serves the reference catalog through an
+// HTTPListener; it returns the server's address.
+func newListenerTestServer(t *testing.T, opts HTTPListenerOptions) (addr string, ln *HTTPListener) {
+	t.Helper()
+	h, err := NewHTTPHandler(newHTTPCatalogRuntime(t), HTTPOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(h)
+	ln, err = NewHTTPListener(srv.Listener, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Listener = ln
+	srv.Start()
+	t.Cleanup(func() {
+		srv.Close()
+		h.Close()
+	})
+	return ln.Addr().String(), ln
+}
+
+// rawRequest is a 2026 tools/list over HTTP/1.1, its body framed by the
+// headers given.
+func rawRequest(addr, framing, body string) string {
+	return "POST /mcp HTTP/1.1\r\nHost: " + addr + "\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n" +
+		"MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/list\r\n" + framing + "\r\n" + body
+}
+
+const rawListBody = `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + meta2026 + `}}`
+
+// chunked frames body as one chunk and the last chunk.
+func chunked(body string) string {
+	return strconv.FormatInt(int64(len(body)), 16) + "\r\n" + body + "\r\n0\r\n\r\n"
+}
+
+// A request with both Content-Length and Transfer-Encoding is refused 400
+// and its connection closed (RFC 9112 §6.1), also after a request served on
+// the same connection; a chunked request alone is served and its
+// connection kept.
+func TestHTTPListenerRefusesContentLengthWithTransferEncoding(t *testing.T) {
+	addr, _ := newListenerTestServer(t, HTTPListenerOptions{})
+	tests := []struct {
+		name    string
+		framing string
+		served  int // requests answered 200 before the 400
+	}{
+		{"both", "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n", 0},
+		{"both, the other order, other case", "transfer-encoding: chunked\r\ncontent-LENGTH: 5\r\n", 0},
+		{"after a request served", "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n", 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			conn, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			conn.SetDeadline(time.Now().Add(failAfter))
+			var input string
+			for range tt.served {
+				input += rawRequest(addr, "Content-Length: "+strconv.Itoa(len(rawListBody))+"\r\n", rawListBody)
+			}
+			input += rawRequest(addr, tt.framing, chunked(rawListBody))
+			if _, err := io.WriteString(conn, input); err != nil {
+				t.Fatal(err)
+			}
+			r := bufio.NewReader(conn)
+			for range tt.served {
+				resp, err := http.ReadResponse(r, nil)
+				if err != nil || resp.StatusCode != http.StatusOK {
+					t.Fatalf("the request before: %v %v", resp, err)
+				}
+				io.Copy(io.Discard, resp.Body)
+			}
+			resp, err := http.ReadResponse(r, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			if resp.StatusCode != http.StatusBadRequest {
+				t.Fatalf("status %d, want 400", resp.StatusCode)
+			}
+			if n, err := r.Read(make([]byte, 1)); err != io.EOF {
+				t.Fatalf("after the 400: read %d bytes, %v; want the connection closed", n, err)
+			}
+		})
+	}
+
+	t.Run("chunked alone", func(t *testing.T) {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		conn.SetDeadline(time.Now().Add(failAfter))
+		r := bufio.NewReader(conn)
+		for range 2 { // the connection is kept: the second request is served on it
+			if _, err := io.WriteString(conn, rawRequest(addr, "Transfer-Encoding: chunked\r\n", chunked(rawListBody))); err != nil {
+				t.Fatal(err)
+			}
+			resp, err := http.ReadResponse(r, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"tools":[`) {
+				t.Fatalf("status %d, body %s", resp.StatusCode, body)
+			}
+		}
+	})
+}
+
+// framingScan finds both headers in one block of lines however the input is
+// split, and cuts at the start of the line that completes the pair.
+func TestFramingScan(t *testing.T) {
+	tests := []struct {
+		name, input string
+		cut         int // where the input is cut; -1 when it is not
+	}{
+		{"both", "POST / HTTP/1.1\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n", len("POST / HTTP/1.1\r\nContent-Length: 5\r\n")},
+		{"bare newlines", "POST / HTTP/1.1\nTRANSFER-ENCODING: chunked\ncontent-length: 5\n\n", len("POST / HTTP/1.1\nTRANSFER-ENCODING: chunked\n")},
+		{"in two requests", "POST / HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", -1},
+		{"a long line between", "A: " + strings.Repeat("x", 100) + "\r\nContent-Length: 1\r\nB: " + strings.Repeat("y", 100) + "\r\nTransfer-Encoding: x\r\n", len("A: " + strings.Repeat("x", 100) + "\r\nContent-Length: 1\r\nB: " + strings.Repeat("y", 100) + "\r\n")},
+		{"names inside lines", "X-Content-Length: 1\r\nX: transfer-encoding: chunked\r\n", -1},
+		{"folded", "Content-Length: 1\r\n Transfer-Encoding: chunked\r\n", -1},
+		{"JSON", `{"a":"Content-Length: 1","b":"Transfer-Encoding: chunked"}`, -1},
+	}
+	for _, tt := range tests {
+		for _, step := range []int{1, 2, 7, len(tt.input)} {
+			var s framingScan
+			cut := -1
+			for off := 0; off < len(tt.input) && cut < 0; off += step {
+				end := min(off+step, len(tt.input))
+				if c := s.scan([]byte(tt.input[off:end])); c >= 0 {
+					cut = off + c
+				}
+			}
+			// A line that began in an earlier piece is cut where this
+			// piece starts: all of it before was handed on already.
+			want := tt.cut
+			if want >= 0 {
+				want = max(want, lastPieceStart(tt.input, tt.cut, step))
+			}
+			if cut != want {
+				t.Errorf("%s, in pieces of %d: cut at %d, want %d", tt.name, step, cut, want)
+			}
+		}
+	}
+}
+
+// lastPieceStart is where the piece holding the end of the line that starts
+// at lineStart begins, when input is read in pieces of step.
+func lastPieceStart(input string, lineStart, step int) int {
+	end := lineStart + strings.IndexByte(input[lineStart:], '\n')
+	return end / step * step
+}
+
+// The listener accepts MaxConnections connections; the next one waits,
+// untaken from the inner listener, until one of them closes, and Close ends
+// the wait.
+func TestHTTPListenerBoundsOpenConnections(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		inner := &chanListener{conns: make(chan net.Conn, 4), closed: make(chan struct{})}
+		var ends []net.Conn
+		for range 4 {
+			server, client := net.Pipe()
+			inner.conns <- server
+			ends = append(ends, client)
+		}
+		ln, err := NewHTTPListener(inner, HTTPListenerOptions{MaxConnections: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, err := ln.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		second, err := ln.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		accepted := make(chan net.Conn)
+		go func() {
+			c, err := ln.Accept()
+			if err != nil {
+				t.Errorf("third Accept: %v", err)
+			}
+			accepted <- c
+		}()
+		synctest.Wait()
+		if len(inner.conns) != 2 || ln.Open() != 2 {
+			t.Fatalf("with 2 open: %d connections taken from the inner listener, %d open; want 2 and 2", 4-len(inner.conns), ln.Open())
+		}
+		select {
+		case <-accepted:
+			t.Fatal("a third connection was accepted while two were open")
+		default:
+		}
+		// The open ones are served meanwhile.
+		go io.WriteString(ends[1], "x")
+		if n, err := second.Read(make([]byte, 1)); n != 1 || err != nil {
+			t.Fatalf("reading an open connection: %d, %v", n, err)
+		}
+		first.Close()
+		first.Close() // frees one slot only
+		third := <-accepted
+		if ln.Open() != 2 {
+			t.Fatalf("%d open, want 2", ln.Open())
+		}
+		go func() {
+			_, err := ln.Accept()
+			accepted <- nil
+			if err != net.ErrClosed {
+				t.Errorf("Accept ended by Close: %v, want net.ErrClosed", err)
+			}
+		}()
+		synctest.Wait()
+		ln.Close()
+		<-accepted
+		second.Close()
+		third.Close()
+		for _, c := range ends {
+			c.Close()
+		}
+	})
+}
+
+// chanListener is a net.Listener that accepts the connections sent on conns.
+type chanListener struct {
+	conns  chan net.Conn
+	closed chan struct{}
+}
+
+func (l *chanListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.closed:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *chanListener) Close() error   { close(l.closed); return nil }
+func (l *chanListener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)} }

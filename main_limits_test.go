@@ -1,0 +1,139 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The limits of the command's flags that bound what a client can hold.
+
+func TestBinaryBadLimitFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"-max-client-concurrency", "2"}, // stdio has one client
+		{"-max-client-inflight-bytes", "100"},
+		{"-http", ":0", "-max-client-queue", "-1"},
+		{"-http", ":0", "-http-max-connections", "0"},
+		{"-http", ":0", "-http-max-header-bytes", "-5"},
+	} {
+		cmd := exec.Command(serverBinary(t), args...)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		var exitErr *exec.ExitError
+		if !errors.As(err, &exitErr) || exitErr.ExitCode() != 2 || !strings.Contains(stderr.String(), args[len(args)-2]) {
+			t.Errorf("%v: %v, stderr %q; want exit status 2 and a message naming the flag", args, err, stderr.String())
+		}
+	}
+}
+
+// The command sets a soft memory limit of -max-inflight-bytes, 4 ×
+// -max-line-bytes and 16 MiB, on stdio and with -http, unless GOMEMLIMIT is
+// set; it logs the limit the runtime then has.
+func TestBinarySoftMemoryLimit(t *testing.T) {
+	const want = "bytes=" + "91886080" // 64 MiB + 4 × 2,000,000 + 16 MiB
+	t.Setenv("GOMEMLIMIT", "")
+	p := startServer(t, "-log-level", "debug")
+	if status, _ := p.exit(); status != 0 || !strings.Contains(p.stderrText(), `soft memory limit" `+want) {
+		t.Errorf("stdio: exit %d, stderr %s; want the limit %s", status, p.stderrText(), want)
+	}
+	h := startHTTPServer(t, "-log-level", "debug")
+	h.stop()
+	if text := h.stderrText(); !strings.Contains(text, `soft memory limit" `+want) {
+		t.Errorf("-http: stderr %s; want the limit %s", text, want)
+	}
+	p = startServer(t, "-log-level", "debug", "-max-inflight-bytes", "1000", "-max-line-bytes", "100")
+	if status, _ := p.exit(); status != 0 || !strings.Contains(p.stderrText(), `soft memory limit" bytes=16778616`) {
+		t.Errorf("with other flags: exit %d, stderr %s; want the limit 16778616", status, p.stderrText())
+	}
+	t.Setenv("GOMEMLIMIT", "123MiB")
+	h = startHTTPServer(t, "-log-level", "debug")
+	h.stop()
+	if text := h.stderrText(); !strings.Contains(text, `soft memory limit" bytes=128974848`) {
+		t.Errorf("-http with GOMEMLIMIT=123MiB: stderr %s; want that limit", text)
+	}
+}
+
+// The command serves at most -http-max-connections connections: a third
+// one is served once one of the first two closes, and those stay served
+// meanwhile.
+func TestBinaryHTTPMaxConnections(t *testing.T) {
+	p := startHTTPServer(t, "-http-max-connections", "2")
+	defer p.stop()
+	addr := strings.TrimPrefix(p.base, "http://")
+	dial := func() (net.Conn, *bufio.Reader) {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn.SetDeadline(time.Now().Add(failAfter))
+		return conn, bufio.NewReader(conn)
+	}
+	roundTrip := func(conn net.Conn, r *bufio.Reader) {
+		t.Helper()
+		if _, err := io.WriteString(conn, rawRequest(addr, "Content-Length: "+strconv.Itoa(len(rawListBody))+"\r\n", rawListBody)); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(r, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("status %d", resp.StatusCode)
+		}
+	}
+	c1, r1 := dial()
+	roundTrip(c1, r1)
+	c2, r2 := dial()
+	roundTrip(c2, r2)
+	c3, r3 := dial()
+	defer c3.Close()
+	if _, err := io.WriteString(c3, rawRequest(addr, "Content-Length: "+strconv.Itoa(len(rawListBody))+"\r\n", rawListBody)); err != nil {
+		t.Fatal(err)
+	}
+	roundTrip(c2, r2) // served while the third waits
+	c1.Close()
+	resp, err := http.ReadResponse(r3, nil)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("the third connection after the first closed: %v, %v", resp, err)
+	}
+	c2.Close()
+}
+
+// The command's header limit is 64 KiB by default (-http-max-header-bytes):
+// a larger header is answered 431 and its connection closed.
+func TestBinaryHTTPMaxHeaderBytes(t *testing.T) {
+	tests := []struct {
+		args   []string
+		header int
+		want   int
+	}{
+		{nil, 60 << 10, http.StatusOK},
+		{nil, 80 << 10, http.StatusRequestHeaderFieldsTooLarge},
+		{[]string{"-http-max-header-bytes", "200000"}, 80 << 10, http.StatusOK},
+	}
+	for _, tt := range tests {
+		p := startHTTPServer(t, tt.args...)
+		s := &httpTestServer{t: t, url: p.base + DefaultHTTPPath}
+		header := stateless("tools/list", "")
+		header["X-Padding"] = strings.Repeat("p", tt.header)
+		ctx, cancel := context.WithTimeout(context.Background(), failAfter)
+		resp := s.do(ctx, http.MethodPost, header, rawListBody)
+		io.Copy(io.Discard, resp.Body) // a 431 may be cut short: net/http hangs up after it
+		resp.Body.Close()
+		cancel()
+		if resp.StatusCode != tt.want {
+			t.Errorf("%v, a %d-byte header: status %d, want %d", tt.args, tt.header, resp.StatusCode, tt.want)
+		}
+		p.stop()
+	}
+}
