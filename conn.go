@@ -238,6 +238,9 @@ type message struct {
 	// HTTP body, counted from before it was read), which its job holds
 	// instead of counting size.
 	hold *Reservation
+	// raw is the message's bytes, for a batch to be split into its
+	// members (see onBatch); nil where the transport serves no batches.
+	raw []byte
 }
 
 // onMessage runs steps 3 to 7 of the per-line pipeline (SPEC §4) for m.
@@ -245,9 +248,12 @@ type message struct {
 // submitted.
 func (c *connection) onMessage(m message) error {
 	env, r := m.env, m.route
+	if c.acceptsBatch(m) {
+		return c.onBatch(m)
+	}
 	if env.isResponse() {
 		c.onClientResponse(env)
-		return c.out.answer(r, nil)
+		return c.answer(r, nil)
 	}
 	method, methodOK := decodeMethod(env.method)
 	id, tracked := "", false
@@ -257,11 +263,11 @@ func (c *connection) onMessage(m message) error {
 	isNotification := env.kind == kindObject && env.id == nil && methodOK
 	if isNotification && method == methodCancelled {
 		c.onCancel(env.params)
-		return c.out.answer(r, nil)
+		return c.answer(r, nil)
 	}
 	if tracked {
 		if c.inFlight(id) {
-			return c.out.answer(r, errorFrame(id, errDuplicateID))
+			return c.answer(r, errorFrame(id, errDuplicateID))
 		}
 	} else {
 		id = ""
@@ -299,9 +305,9 @@ func (c *connection) submit(ex *execution) error {
 	ref, err := c.sub.submit(&ex.job, c.requestTimeout)
 	switch {
 	case errors.Is(err, ErrOverloaded):
-		return c.out.answer(ex.route, ex.errorFrame(errCapacity))
+		return c.answer(ex.route, ex.errorFrame(errCapacity))
 	case err != nil: // the executor closed under us
-		if werr := c.out.answer(ex.route, ex.errorFrame(errWorkerFailed)); werr != nil {
+		if werr := c.answer(ex.route, ex.errorFrame(errWorkerFailed)); werr != nil {
 			return werr
 		}
 		return ErrExecutorClosed
@@ -413,19 +419,19 @@ func (c *connection) settle(ex *execution, o Outcome) error {
 		}
 		if res.reply.Subscribe != "" {
 			if rpcErr := c.admitSubscribe(res.reply.Subscribe); rpcErr != nil {
-				return c.out.answer(ex.route, errorFrame(ex.id, rpcErr))
+				return c.answer(ex.route, errorFrame(ex.id, rpcErr))
 			}
 		}
 		c.applyReply(res.reply)
-		return c.out.answer(ex.route, res.frame)
+		return c.answer(ex.route, res.frame)
 	case OutcomeTimedOut:
 		c.log.Warn("mcpstdio: request timed out", "method", ex.method, "id", ex.id)
-		return c.out.answer(ex.route, ex.errorFrame(errRequestTimedOut))
+		return c.answer(ex.route, ex.errorFrame(errRequestTimedOut))
 	case OutcomeFailed:
 		c.log.Error("mcpstdio: request worker failed", "method", ex.method, "id", ex.id, "panic", o.Panic)
-		return c.out.answer(ex.route, ex.errorFrame(errWorkerFailed))
+		return c.answer(ex.route, ex.errorFrame(errWorkerFailed))
 	}
-	return c.out.answer(ex.route, nil)
+	return c.answer(ex.route, nil)
 }
 
 // applyReply records what a successful reply changes on the connection,
@@ -521,7 +527,7 @@ func (c *connection) onCancel(params []byte) error {
 	if i := c.heldIndex(id); i >= 0 {
 		if ex := c.held[i]; ex.method != methodInitialize {
 			c.dropHeld(i)
-			return c.out.answer(ex.route, nil)
+			return c.answer(ex.route, nil)
 		}
 		return nil
 	}
@@ -532,26 +538,25 @@ func (c *connection) onCancel(params []byte) error {
 	return c.cancel(ex)
 }
 
-// cancelRoute cancels the request whose answer goes to r, as a
-// notifications/cancelled naming it would (an initialize too: its client is
-// gone): nothing more is sent to r.
+// cancelRoute cancels the requests whose answers go to r (one, or the
+// members of a batch), as a notifications/cancelled naming them would (an
+// initialize too: its client is gone): nothing more is sent to r.
 func (c *connection) cancelRoute(r route) {
-	for i, ex := range c.held {
-		if ex.route == r {
-			c.dropHeld(i)
-			return
+	c.held = slices.DeleteFunc(c.held, func(ex *execution) bool {
+		if rootRoute(ex.route) != r {
+			return false
 		}
-	}
+		c.heldBytes -= ex.job.size
+		return true
+	})
 	for _, ex := range c.byID {
-		if ex.route == r {
+		if rootRoute(ex.route) == r {
 			c.stop(ex)
-			return
 		}
 	}
 	for _, ex := range c.untracked {
-		if ex.route == r {
+		if rootRoute(ex.route) == r {
 			c.stop(ex)
-			return
 		}
 	}
 }
@@ -569,7 +574,7 @@ func (c *connection) stop(ex *execution) {
 func (c *connection) cancel(ex *execution) error {
 	c.sub.cancelJob(&ex.job)
 	c.forget(ex)
-	return c.out.answer(ex.route, nil)
+	return c.answer(ex.route, nil)
 }
 
 // cancelledID returns the canonical id that the params of
@@ -597,7 +602,7 @@ func (c *connection) onPeerCall(call *peerCall) error {
 		call.reply <- peerReply{err: ErrRequestEnded}
 		return nil
 	case call.frame != nil:
-		return c.out.send(call.ex.routeOrNil(), call.frame, call.reply)
+		return c.send(call.ex.routeOrNil(), call.frame, call.reply)
 	case c.noClientRequests:
 		call.reply <- peerReply{err: errNoClientRequests}
 		return nil
@@ -617,7 +622,7 @@ func (c *connection) onPeerCall(call *peerCall) error {
 	}
 	c.outgoing[id] = &outgoingRequest{ex: call.ex, reply: call.reply}
 	call.ex.outgoing = append(call.ex.outgoing, id)
-	return c.out.send(call.ex.route, frame, nil)
+	return c.send(call.ex.route, frame, nil)
 }
 
 // routeOrNil is ex's route, nil for no execution (an application's Notify).
@@ -654,7 +659,7 @@ func (c *connection) onClientResponse(env envelope) {
 // quota).
 func (c *connection) openSubscription(ex *execution, filter *ListenFilter) error {
 	if c.subscriptions() >= c.maxSubscriptions || c.listenQuota != nil && !c.listenQuota.take() {
-		return c.out.answer(ex.route, errorFrame(ex.id, errSubscriptionCapacity))
+		return c.answer(ex.route, errorFrame(ex.id, errSubscriptionCapacity))
 	}
 	if c.changes != nil {
 		if err := c.onChanges(c.changes.take()); err != nil {
@@ -664,7 +669,7 @@ func (c *connection) openSubscription(ex *execution, filter *ListenFilter) error
 	s := &subscription{id: ex.id, route: ex.route, filter: filter}
 	if c.inputEnded {
 		c.releaseListen(s)
-		return c.out.answer(ex.route, nil) // it would be closed at once
+		return c.answer(ex.route, nil) // it would be closed at once
 	}
 	if c.subs == nil {
 		c.subs = make(map[string]*subscription)
@@ -678,7 +683,7 @@ func (c *connection) openSubscription(ex *execution, filter *ListenFilter) error
 	if err != nil {
 		return err
 	}
-	return c.out.send(ex.route, frame, nil)
+	return c.send(ex.route, frame, nil)
 }
 
 // closeSubscription closes the listen stream id with final, its final
@@ -687,7 +692,7 @@ func (c *connection) closeSubscription(id string, final []byte) error {
 	s := c.subs[id]
 	delete(c.subs, id)
 	c.releaseListen(s)
-	return c.out.answer(s.route, final)
+	return c.answer(s.route, final)
 }
 
 // releaseListen gives a closed listen stream's place back to the client's
@@ -726,7 +731,7 @@ func (c *connection) forwardChange(change Change) error {
 	legacy := c.session.ProtocolVersion != "" && (change.Kind != ResourceUpdated || c.resourceSub[change.URI])
 	if legacy {
 		if frame, err := legacyChangeFrame(change, prefix); err == nil {
-			if err := c.out.send(nil, frame, nil); err != nil {
+			if err := c.send(nil, frame, nil); err != nil {
 				return err
 			}
 		}
@@ -740,7 +745,7 @@ func (c *connection) forwardChange(change Change) error {
 		if err != nil {
 			continue
 		}
-		if err := c.out.send(s.route, frame, nil); err != nil {
+		if err := c.send(s.route, frame, nil); err != nil {
 			return err
 		}
 	}
@@ -754,7 +759,7 @@ func (c *connection) onExecutorClosed() error {
 	pending = append(pending, c.held...)
 	c.log.Error("mcpstdio: executor closed with requests pending", "pending", len(pending))
 	for _, ex := range pending {
-		if err := c.out.answer(ex.route, ex.errorFrame(errWorkerFailed)); err != nil {
+		if err := c.answer(ex.route, ex.errorFrame(errWorkerFailed)); err != nil {
 			return err
 		}
 	}

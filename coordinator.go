@@ -222,5 +222,5 @@ func (c *coordinator) onInbound(in inbound) error {
 		c.t.opts.Logger.Debug("mcpstdio: unparsable line", "err", in.parseErr)
 		return c.answer(nil, errorFrame("", errParseFrame))
 	}
-	return c.conn.onMessage(message{env: in.env, size: len(in.line)})
+	return c.conn.onMessage(message{env: in.env, size: len(in.line), raw: in.line})
 }

@@ -51,7 +51,8 @@ var goldenHTTPHeaders = []string{"Content-Type", headerSessionID, "Allow"}
 // request at a time, to the reference server's HTTP handler and compares
 // every answer with NAME.out.jsonl line for line (go test -run
 // TestGoldenHTTP -update rewrites them). The server is the golden stdio
-// transcripts' one, mounted with NewHTTPHandler.
+// transcripts' one, mounted with NewHTTPHandler running one request at a
+// time, so that the members of a batch answer in order.
 func TestGoldenHTTPTranscripts(t *testing.T) {
 	inputs, err := filepath.Glob(filepath.Join("testdata", "golden_http", "*.jsonl"))
 	if err != nil {
@@ -76,7 +77,7 @@ func runGoldenHTTP(t *testing.T, inPath, outPath string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := NewHTTPHandler(newGoldenRuntime(t, registerReferenceCatalog), HTTPOptions{Logger: quietLogger()})
+	h, err := NewHTTPHandler(newGoldenRuntime(t, registerReferenceCatalog), HTTPOptions{MaxConcurrency: 1, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

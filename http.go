@@ -415,15 +415,15 @@ func (h *HTTPHandler) servePost(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 		writeJSONFrame(w, http.StatusBadRequest, errorFrame("", errParseFrame))
 		return
-	case env.kind == kindArray:
-		writeJSONFrame(w, http.StatusBadRequest, errorFrame("", invalidRequest("JSON-RPC batches are not supported")))
+	case env.kind == kindArray && r.Header.Get(headerSessionID) == "":
+		writeJSONFrame(w, http.StatusBadRequest, errorFrame("", errBatchRefused))
 		return
-	case env.kind != kindObject:
+	case env.kind != kindObject && env.kind != kindArray:
 		writeJSONFrame(w, http.StatusBadRequest, errorFrame("", errInvalidRequest))
 		return
 	}
 	msg := newPostedMessage(env)
-	msg.size = len(body)
+	msg.size, msg.raw = len(body), body
 	msg.client, msg.res = client.client, res
 	if h.auth != nil && !h.auth.allowMessage(w, r, msg) {
 		return
@@ -440,6 +440,7 @@ func (h *HTTPHandler) servePost(w http.ResponseWriter, r *http.Request) {
 // postedMessage is a decoded POST body and what routing reads of it.
 type postedMessage struct {
 	env      envelope
+	raw      []byte          // the body: a batch's members are split from it
 	size     int             // the body's length, the job's size for the executor when res is nil
 	client   *ExecutorClient // whose share the body and the job count against; nil: a client of its own
 	res      *Reservation    // the body's bytes, which the job holds; nil: counted by size
@@ -495,7 +496,12 @@ func (m *postedMessage) holdAnswer(frame []byte) {
 // isRequest reports whether the message is a request, answered with a
 // response (an invalid one too), rather than a notification or a response,
 // answered 202.
-func (m *postedMessage) isRequest() bool { return !m.isResponse() && !m.isNotification() }
+func (m *postedMessage) isRequest() bool {
+	return m.env.kind != kindArray && !m.isResponse() && !m.isNotification()
+}
+
+// errBatchRefused answers a JSON-RPC batch outside a 2025-03-26 session.
+var errBatchRefused = invalidRequest("JSON-RPC batches are not supported")
 
 // stateless reports whether the message is served as 2026-07-28: its _meta
 // names a protocol version, or it belongs to no session (no Mcp-Session-Id)

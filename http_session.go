@@ -215,11 +215,16 @@ func (s *httpSession) onPost(x *httpExchange) error {
 	}
 	s.writers++
 	s.touch()
-	if negotiated := s.conn.session.ProtocolVersion; x != s.creating && x.version != "" && x.version != negotiated {
+	negotiated := s.conn.session.ProtocolVersion
+	switch {
+	case x != s.creating && x.version != "" && x.version != negotiated:
 		s.handPlain(x, http.StatusBadRequest, httpErrorFrame(http.StatusBadRequest, versionMismatch(x.version, negotiated)))
 		return nil
+	case x.msg.env.kind == kindArray && !AcceptsBatches(negotiated):
+		s.handPlain(x, http.StatusBadRequest, errorFrame("", errBatchRefused))
+		return nil
 	}
-	return s.conn.onMessage(message{env: x.msg.env, size: x.msg.size, route: x, header: x.header, values: x.values, hold: x.msg.res})
+	return s.conn.onMessage(message{env: x.msg.env, size: x.msg.size, route: x, header: x.header, values: x.values, hold: x.msg.res, raw: x.msg.raw})
 }
 
 // send and answer make the session its connection's outlet: a request's

@@ -967,3 +967,26 @@ func skipValue(data []byte, i int) (end int, ok bool) {
 	}
 	return i, i > start
 }
+
+// arrayElements returns the raw elements of arr, a valid JSON array (as
+// decodeEnvelope checked it), without their surrounding whitespace.
+func arrayElements(arr []byte) [][]byte {
+	i := skipJSONSpace(arr, 0)
+	if i >= len(arr) || arr[i] != '[' {
+		return nil
+	}
+	var elems [][]byte
+	i = skipJSONSpace(arr, i+1)
+	for i < len(arr) && arr[i] != ']' {
+		end, ok := skipValue(arr, i)
+		if !ok {
+			return elems
+		}
+		elems = append(elems, arr[i:end])
+		i = skipJSONSpace(arr, end)
+		if i < len(arr) && arr[i] == ',' {
+			i = skipJSONSpace(arr, i+1)
+		}
+	}
+	return elems
+}

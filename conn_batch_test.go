@@ -1,0 +1,55 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// A member of a batch is a request like any other: cancelling it leaves it
+// out of the batch's answer, which the others still get once they are done.
+func TestBatchMemberCancelled(t *testing.T) {
+	h := startHarness(t, Options{})
+	h.initialize(ProtocolVersion20250326)
+	h.send(`[{"jsonrpc":"2.0","id":1,"method":"block"},{"jsonrpc":"2.0","id":2,"method":"block"},{"jsonrpc":"2.0","id":3,"method":"echo","params":{"n":3}}]`)
+	started := map[string]bool{h.d.waitStarted(t): true, h.d.waitStarted(t): true}
+	if !started["1"] || !started["2"] {
+		t.Fatalf("started %v, want both blocking members", started)
+	}
+	h.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`)
+	if got := waitFor(t, h.d.cancelled, "the cancelled member's context"); got != "1" {
+		t.Fatalf("cancelled %s", got)
+	}
+	close(h.d.release)
+	h.ended = true // the release is the test's own: Cleanup must not close it again
+	// The members answer in the order they finish, which JSON-RPC leaves
+	// open.
+	got := h.next()
+	a, b := `{"jsonrpc":"2.0","id":3,"result":{"n":3}}`, `{"jsonrpc":"2.0","id":2,"result":{"released":true}}`
+	if got != "["+a+","+b+"]\n" && got != "["+b+","+a+"]\n" {
+		t.Fatalf("the batch's answer %s, want the answers of 2 and 3 and not 1's", got)
+	}
+	err, rest := h.finish()
+	if err != nil || len(rest) != 0 {
+		t.Fatalf("Serve = %v, more frames %q", err, rest)
+	}
+}
+
+// A batch whose every member is cancelled is never answered, and a batch in
+// a session of a version without batches is one invalid request.
+func TestBatchAllCancelledAndRefused(t *testing.T) {
+	h := startHarness(t, Options{})
+	h.initialize(ProtocolVersion20250326)
+	h.send(`[{"jsonrpc":"2.0","id":1,"method":"block"}]`)
+	h.d.waitStarted(t)
+	h.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`)
+	waitFor(t, h.d.cancelled, "the member's cancellation")
+	if got := h.roundTrip(`{"jsonrpc":"2.0","id":2,"method":"echo","params":{}}`); got != `{"jsonrpc":"2.0","id":2,"result":{}}`+"\n" {
+		t.Fatalf("after the cancelled batch: %s, want only the next answer", got)
+	}
+
+	newer := startHarness(t, Options{})
+	newer.initialize(ProtocolVersion20251125)
+	if got := newer.roundTrip(`[{"jsonrpc":"2.0","id":1,"method":"echo"}]`); !strings.Contains(got, `"code":-32600`) || strings.HasPrefix(got, "[") {
+		t.Fatalf("a batch in a 2025-11-25 connection: %s, want one -32600", got)
+	}
+}
