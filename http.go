@@ -65,8 +65,16 @@ type HTTPOptions struct {
 	MaxSubscriptions int
 	MaxListenStreams int
 	// MaxSessions limits live initialize-era sessions (default 1024); an
-	// initialize beyond it is refused 503 once idle sessions are expired.
+	// initialize beyond it is refused 503 (a session idle for
+	// SessionIdleTimeout has ended by then).
 	MaxSessions int
+	// MaxClientSessions limits the live sessions one client created (0: a
+	// quarter of MaxSessions; negative: MaxSessions), so that one client
+	// keeping sessions open (with GET streams, say) cannot take them all;
+	// an initialize beyond it is refused 503 as beyond MaxSessions. The
+	// client is as for the executor's shares (see ClientKey): ClientKey's
+	// answer, else the principal, else the remote address.
+	MaxClientSessions int
 	// SessionIdleTimeout ends a session with no request and no open stream
 	// for this long (default 30 minutes).
 	SessionIdleTimeout time.Duration
@@ -251,7 +259,7 @@ func NewHTTPHandler(d Dispatcher, opts HTTPOptions) (*HTTPHandler, error) {
 		}
 		h.auth = gate
 	}
-	h.sessions = sessionTable{max: opts.MaxSessions, byID: make(map[string]*httpSession)}
+	h.sessions = sessionTable{max: opts.MaxSessions, perClient: httpClientShare(opts.MaxClientSessions, opts.MaxSessions), byID: make(map[string]*httpSession), byClient: make(map[string]int)}
 	h.replay = replayBudget{total: int64(opts.MaxReplayBytes), kept: make(map[*httpSession]int64)}
 	h.listens = clientQuota{perClient: opts.MaxSubscriptions, total: opts.MaxListenStreams, held: make(map[string]int)}
 	h.changes.boxes = make(map[*changeBox]struct{})

@@ -22,7 +22,7 @@ func (h *HTTPHandler) serveSessionPost(w http.ResponseWriter, r *http.Request, m
 			writeJSONFrame(w, http.StatusOK, errorFrame(msg.id, errShuttingDown))
 			return
 		}
-		if s = h.startSession(x, principalBinding(PrincipalFromContext(r.Context())), h.sessionClientKey(r)); s == nil {
+		if s = h.startSession(x, principalBinding(PrincipalFromContext(r.Context())), h.sessionClientKey(r), h.clientKey(r)); s == nil {
 			writeJSONFrame(w, http.StatusServiceUnavailable, errorFrame(msg.id, errSessionCapacity))
 			return
 		}

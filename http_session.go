@@ -29,13 +29,14 @@ const maxSessionStreams = 64
 // httpSession is one initialize-era session. The fields up to done are set
 // before the loop starts and read-only after; the rest are owned by the loop.
 type httpSession struct {
-	id    string
-	owner string // principalBinding of its creator ("" without authorization)
-	h     *HTTPHandler
-	posts chan *httpExchange // messages POSTed to the session
-	ctl   chan any           // GETs, DELETEs and the reports of its writers (see onControl)
-	shed  chan struct{}      // capacity 1: the handler's replay budget asks for bytes back
-	done  chan struct{}      // closed when the loop exits: the session has ended
+	id      string
+	owner   string // principalBinding of its creator ("" without authorization)
+	creator string // the client that created it, for MaxClientSessions
+	h       *HTTPHandler
+	posts   chan *httpExchange // messages POSTed to the session
+	ctl     chan any           // GETs, DELETEs and the reports of its writers (see onControl)
+	shed    chan struct{}      // capacity 1: the handler's replay budget asks for bytes back
+	done    chan struct{}      // closed when the loop exits: the session has ended
 
 	conn    *connection
 	client  *clientEntry // whose share the session's work counts against
@@ -82,12 +83,14 @@ func newSessionID() string { return rand.Text() }
 // startSession starts a session whose first message is the initialize x, for
 // the principal owner; its work counts against the executor client clientKey
 // names (HTTPOptions.ClientKey's, or the principal's), "" for a client of
-// its own. The caller then hands it x. It returns nil when MaxSessions are
-// live.
-func (h *HTTPHandler) startSession(x *httpExchange, owner, clientKey string) *httpSession {
+// its own; creator is the client that creates it. The caller then hands it
+// x. It returns nil when MaxSessions are live, or MaxClientSessions of the
+// creator's.
+func (h *HTTPHandler) startSession(x *httpExchange, owner, clientKey, creator string) *httpSession {
 	s := &httpSession{
 		id:      newSessionID(),
 		owner:   owner,
+		creator: creator,
 		h:       h,
 		posts:   make(chan *httpExchange),
 		ctl:     make(chan any),
@@ -712,10 +715,12 @@ func (b *replayBudget) overBy() *httpSession {
 // it when they end), so a mutex guards it: each call is one map operation,
 // never held across anything else.
 type sessionTable struct {
-	max int // read-only
+	max       int // read-only
+	perClient int // read-only; 0: no share, max alone bounds a client
 
-	mu   sync.Mutex
-	byID map[string]*httpSession
+	mu       sync.Mutex
+	byID     map[string]*httpSession
+	byClient map[string]int // live sessions by the client that created them
 }
 
 func (t *sessionTable) get(id string) *httpSession {
@@ -724,22 +729,28 @@ func (t *sessionTable) get(id string) *httpSession {
 	return t.byID[id]
 }
 
-// add registers s; false when max sessions are live.
+// add registers s; false when max sessions are live, or perClient of the
+// client that creates it (s.creator).
 func (t *sessionTable) add(s *httpSession) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if len(t.byID) >= t.max {
+	if len(t.byID) >= t.max || t.perClient > 0 && t.byClient[s.creator] >= t.perClient {
 		return false
 	}
 	t.byID[s.id] = s
+	t.byClient[s.creator]++
 	return true
 }
 
 func (t *sessionTable) remove(s *httpSession) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.byID[s.id] == s {
-		delete(t.byID, s.id)
+	if t.byID[s.id] != s {
+		return
+	}
+	delete(t.byID, s.id)
+	if t.byClient[s.creator]--; t.byClient[s.creator] <= 0 {
+		delete(t.byClient, s.creator)
 	}
 }
 

@@ -52,7 +52,7 @@ type config struct {
 	tasks                                     TaskOptions // the tasks extension's bounds
 	maxConnections, maxHeaderBytes            int
 	// Each client's share of the executor with -http; 0: a quarter.
-	maxClientConcurrency, maxClientQueue, maxClientInflightBytes int
+	maxClientConcurrency, maxClientQueue, maxClientInflightBytes, maxClientSessions int
 }
 
 // parseFlags parses args; the error has been reported on stderr already.
@@ -95,6 +95,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.maxClientConcurrency, "max-client-concurrency", 0, "with -http, requests one client (a session, or the stateless requests of one address) may run at once (0: a quarter of -max-concurrency)")
 	fs.IntVar(&c.maxClientQueue, "max-client-queue", 0, "with -http, requests one client may have waiting (0: a quarter of -max-queue)")
 	fs.IntVar(&c.maxClientInflightBytes, "max-client-inflight-bytes", 0, "with -http, bytes of the bodies one client may have in flight (0: a quarter of -max-inflight-bytes)")
+	fs.IntVar(&c.maxClientSessions, "max-client-sessions", 0, "with -http, live sessions one client may have created (0: a quarter of the 1024 sessions)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -135,7 +136,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 			return fail("%s must be positive, got %d", name, v)
 		}
 	}
-	for name, v := range map[string]int{"-max-client-concurrency": c.maxClientConcurrency, "-max-client-queue": c.maxClientQueue, "-max-client-inflight-bytes": c.maxClientInflightBytes} {
+	for name, v := range map[string]int{"-max-client-concurrency": c.maxClientConcurrency, "-max-client-queue": c.maxClientQueue, "-max-client-inflight-bytes": c.maxClientInflightBytes, "-max-client-sessions": c.maxClientSessions} {
 		if v < 0 {
 			return fail("%s must not be negative (0: a quarter), got %d", name, v)
 		}

@@ -63,6 +63,7 @@ func serveHTTP(c config, rt *Runtime, logger *slog.Logger, stderr io.Writer) int
 		MaxClientConcurrency:   c.maxClientConcurrency,
 		MaxClientQueue:         c.maxClientQueue,
 		MaxClientInflightBytes: c.maxClientInflightBytes,
+		MaxClientSessions:      c.maxClientSessions,
 		KeepAlive:              c.keepAlive,
 		WriteTimeout:           c.writeTimeout,
 		AllowedHosts:           allowed,
