@@ -14,6 +14,9 @@ func TestAppendJSONStringMatchesMarshalJSON(t *testing.T) {
 	for _, s := range []string{
 		"", "plain", `quote " backslash \ slash /`, "<&>", "\x00\x01\b\f\n\r\t\x1f\x7f",
 		"é ü 中文 😀", "\u2028\u2029", "bad \xff utf8 \xc3", "\xed\xa0\x80 surrogate bytes", strings.Repeat("x", 300),
+		"\xe4\xb8", "\xf0\x9f\x98", "\xc0\x80 \xe0\x80\x80 \xf0\x80\x80\x80 \xf4\x90\x80\x80 \xf5\x80", "\x80\xbf\xc1",
+		"1234567\n", "12345678\n", "123456789\"", "1234567é", "12345678é", "日本語のテキスト、中文文本😀😀😀",
+		nonASCIIText(100), strings.Repeat("héllo wörld ", 20) + "\x00",
 	} {
 		want, err := marshalJSON(s)
 		if err != nil {

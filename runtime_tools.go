@@ -332,7 +332,8 @@ func (rt *Runtime) appendPlainToolResult(dst []byte, c *call, res *ToolResult) (
 // appendPlainToolResult writes directly: content blocks that are all plain
 // text (no annotations, no _meta), no structuredContent other than a typed
 // tool's, and no handler _meta. If so it returns how many bytes the encoding
-// takes at most when each block's text needs no more than a few escapes.
+// takes at most when each block's text needs no more than a few escapes of
+// ASCII characters (its non-ASCII characters are counted).
 func (rt *Runtime) plainToolResultSize(c *call, res *ToolResult) (int, bool) {
 	if res.Meta != nil {
 		return 0, false
@@ -349,7 +350,7 @@ func (rt *Runtime) plainToolResultSize(c *call, res *ToolResult) (int, bool) {
 		if block.Type != ContentText || block.Annotations != nil || block.Meta != nil {
 			return 0, false
 		}
-		size += len(`,{"type":"text","text":""}`) + len(block.Text) + 16
+		size += len(`,{"type":"text","text":""}`) + len(block.Text) + escapeGrowth(block.Text) + 16
 	}
 	if c.era == eraStateless {
 		size += len(`,"resultType":"complete","_meta":`) + len(rt.serverInfoMeta)

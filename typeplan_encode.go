@@ -251,8 +251,9 @@ func isJSONNumber(s string) bool {
 	return err == nil && end == len(s)
 }
 
-// sizeHint estimates, generously for text with few escapes, the length of
-// v's encoding, to size the buffer it is encoded into.
+// sizeHint estimates, generously for text with few escapes of ASCII
+// characters (non-ASCII ones are counted), the length of v's encoding, to
+// size the buffer it is encoded into.
 func (p *typePlan) sizeHint(v reflect.Value) int {
 	const slack = 16 // for a few escapes
 	if p.marshalJSON || p.marshalText {
@@ -262,7 +263,7 @@ func (p *typePlan) sizeHint(v reflect.Value) int {
 	case planBool, planInt, planUint, planFloat, planNumber:
 		return 24
 	case planString:
-		return v.Len() + 2 + slack
+		return v.Len() + 2 + slack + escapeGrowth(v.String())
 	case planBytes:
 		return base64.StdEncoding.EncodedLen(v.Len()) + 2
 	case planSlice, planArray:
