@@ -41,6 +41,12 @@ func TestPlainToolResultMatchesEnvelopeReply(t *testing.T) {
 		Ptr  *struct{ N uint } `json:"ptr,omitempty"`
 	}{Text: "é \"q\"", Tags: map[string][]int{"b": {1}, "a": nil}}
 	sv := reflect.ValueOf(&structured).Elem()
+	// Non-ASCII text takes up to three times its length escaped: the
+	// reserved size must count it.
+	wide := struct {
+		Text string `json:"text"`
+	}{Text: nonASCIIText(300)}
+	wv := reflect.ValueOf(&wide).Elem()
 	results := []*ToolResult{
 		{},
 		{Content: []Content{}},
@@ -48,6 +54,7 @@ func TestPlainToolResultMatchesEnvelopeReply(t *testing.T) {
 		{Content: []Content{TextContent("a"), TextContent("b")}, IsError: true},
 		{Content: []Content{TextContent("t")}, StructuredContent: &structuredOutput{v: sv, plan: newPlanBuilder(nil).plan(sv.Type())}},
 		{Content: []Content{TextContent("t")}, StructuredContent: &structuredOutput{encoded: []byte(`{"a":1}`)}, IsError: true},
+		{Content: []Content{TextContent(wide.Text)}, StructuredContent: &structuredOutput{v: wv, plan: newPlanBuilder(nil).plan(wv.Type())}},
 	}
 	for _, e := range []era{eraLegacy, eraStateless} {
 		c := &call{req: &Request{Method: "tools/call"}, dialectInfo: dialectInfo{era: e}}
