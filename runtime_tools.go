@@ -205,7 +205,8 @@ func (rt *Runtime) callTool(ctx context.Context, c *call) Reply {
 		})
 	}
 	req := c.handlerRequest()
-	req.Name, req.Arguments = name, args
+	req.Name = name
+	req.setArguments(args)
 	if rerr = rt.startAsking(c, &req.ask, name); rerr != nil {
 		return Reply{Error: rerr}
 	}

@@ -56,7 +56,9 @@ func AddTypedTool[In, Out any](rt *Runtime, tool Tool, handler TypedToolHandler[
 			out Out
 			res typedResult
 		})
-		if err := req.bindValue(req.Arguments, reflect.ValueOf(&call.in).Elem(), t.in, t.binder); err != nil {
+		b := t.binder
+		b.validated = req.argumentsValidated()
+		if err := req.bindValue(req.Arguments, reflect.ValueOf(&call.in).Elem(), t.in, b); err != nil {
 			return nil, err
 		}
 		out, err := handler(ctx, req, call.in)
