@@ -28,6 +28,49 @@ func TestAppendJSONStringMatchesMarshalJSON(t *testing.T) {
 	}
 }
 
+// reuseFields has fields that appendJSONReusing may copy from a known
+// encoding (Text, Same) and others it must encode themselves.
+type reuseFields struct {
+	Text   string       `json:"text"`
+	Same   string       `json:"same"`
+	Quoted string       `json:"quoted,string"`
+	Marked markedString `json:"marked"`
+	Inner  reuseInner   `json:"inner"`
+	Count  int          `json:"count"`
+}
+
+type reuseInner struct {
+	Text string `json:"text"`
+}
+
+// markedString encodes itself as its text with a mark.
+type markedString string
+
+func (m markedString) MarshalJSON() ([]byte, error) { return json.Marshal("marked " + string(m)) }
+
+// structuredOf returns the structured content of *ptr, as a typed tool
+// makes it.
+func structuredOf(ptr any) *structuredOutput {
+	v := reflect.ValueOf(ptr).Elem()
+	return &structuredOutput{v: v, plan: newPlanBuilder(nil).plan(v.Type())}
+}
+
+// TestAppendJSONReusingCopiesKnownEncoding checks that the top-level string
+// fields with the known text are copied from its encoding, and nothing else
+// is.
+func TestAppendJSONReusingCopiesKnownEncoding(t *testing.T) {
+	v := &reuseFields{Text: "t", Same: "t", Quoted: "t", Marked: "t", Inner: reuseInner{Text: "t"}, Count: 1}
+	dst := []byte(`"KNOWN"`) // stands for the encoding of "t", to show where it is copied
+	got, err := structuredOf(&v).appendJSONReusing(dst, &encodedString{text: "t", start: 0, end: len(dst)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `"KNOWN"{"text":"KNOWN","same":"KNOWN","quoted":"\"t\"","marked":"marked t","inner":{"text":"t"},"count":1}`
+	if string(got) != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}
+
 // TestPlainToolResultMatchesEnvelopeReply checks that the direct encoding of
 // plain text results equals the encoding/json path, in both eras.
 func TestPlainToolResultMatchesEnvelopeReply(t *testing.T) {
@@ -47,6 +90,10 @@ func TestPlainToolResultMatchesEnvelopeReply(t *testing.T) {
 		Text string `json:"text"`
 	}{Text: nonASCIIText(300)}
 	wv := reflect.ValueOf(&wide).Elem()
+	// Fields with the content's text, reused or not: the encoding is the
+	// same either way.
+	text := "reused \"text\" é 😀"
+	repeating := &reuseFields{Text: text, Same: strings.Clone(text), Quoted: text, Marked: markedString(text), Inner: reuseInner{Text: text}}
 	results := []*ToolResult{
 		{},
 		{Content: []Content{}},
@@ -55,6 +102,10 @@ func TestPlainToolResultMatchesEnvelopeReply(t *testing.T) {
 		{Content: []Content{TextContent("t")}, StructuredContent: &structuredOutput{v: sv, plan: newPlanBuilder(nil).plan(sv.Type())}},
 		{Content: []Content{TextContent("t")}, StructuredContent: &structuredOutput{encoded: []byte(`{"a":1}`)}, IsError: true},
 		{Content: []Content{TextContent(wide.Text)}, StructuredContent: &structuredOutput{v: wv, plan: newPlanBuilder(nil).plan(wv.Type())}},
+		{Content: []Content{TextContent(text)}, StructuredContent: structuredOf(repeating)},
+		{Content: []Content{TextContent(text)}, StructuredContent: structuredOf(&repeating)},
+		{Content: []Content{TextContent("other"), TextContent(text)}, StructuredContent: structuredOf(repeating)},
+		{StructuredContent: structuredOf(repeating)},
 	}
 	for _, e := range []era{eraLegacy, eraStateless} {
 		c := &call{req: &Request{Method: "tools/call"}, dialectInfo: dialectInfo{era: e}}

@@ -303,19 +303,28 @@ func missingKeys[V any](present map[string]V, required []string) []string {
 // encode.
 func (rt *Runtime) appendPlainToolResult(dst []byte, c *call, res *ToolResult) ([]byte, error) {
 	dst = append(dst, `{"content":[`...)
+	var first encodedString // the first block's text, which structured content often repeats
 	for i, block := range res.Content {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
 		dst = append(dst, `{"type":"text","text":`...)
+		start := len(dst)
 		dst = appendJSONString(dst, block.Text)
+		if i == 0 {
+			first = encodedString{text: block.Text, start: start, end: len(dst)}
+		}
 		dst = append(dst, '}')
 	}
 	dst = append(dst, ']')
 	if s, ok := res.StructuredContent.(*structuredOutput); ok {
+		known := &first
+		if len(res.Content) == 0 {
+			known = nil
+		}
 		dst = append(dst, `,"structuredContent":`...)
 		var err error
-		if dst, err = s.appendJSON(dst); err != nil {
+		if dst, err = s.appendJSONReusing(dst, known); err != nil {
 			return dst, err
 		}
 	}

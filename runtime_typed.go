@@ -169,13 +169,20 @@ type structuredOutput struct {
 // appendJSON appends the encoding of s: compact, pure-ASCII JSON text, as
 // marshalJSON produces.
 func (s *structuredOutput) appendJSON(dst []byte) ([]byte, error) {
+	return s.appendJSONReusing(dst, nil)
+}
+
+// appendJSONReusing is appendJSON, with the encoding of a string already in
+// dst to copy where a field of the structured content has its text (see
+// typePlan.appendJSONReusing); known may be nil.
+func (s *structuredOutput) appendJSONReusing(dst []byte, known *encodedString) ([]byte, error) {
 	if s.encoded != nil {
 		return append(dst, s.encoded...), nil
 	}
 	if s.v.Kind() == reflect.Map && s.v.IsNil() {
 		return append(dst, "{}"...), nil // an object, as outputSchema promises
 	}
-	return s.plan.appendJSON(dst, s.v)
+	return s.plan.appendJSONReusing(dst, s.v, known)
 }
 
 // sizeHint estimates the length of s's encoding, generously.
