@@ -88,15 +88,24 @@ func newEchoPairRuntime(b *testing.B) *Runtime {
 }
 
 // alternate runs n calls of each of a and c, in alternating rounds of
-// pairRound, and returns the time each took in all.
+// pairRound (a first in one round, c first in the next, so that neither
+// always follows the other and inherits its garbage), and returns the time
+// each took in all.
 func alternate(n int, a, c func(calls int)) (timeA, timeC time.Duration) {
-	for done := 0; done < n; done += pairRound {
-		k := min(pairRound, n-done)
+	timed := func(f func(int), k int) time.Duration {
 		start := time.Now()
-		a(k)
-		mid := time.Now()
-		c(k)
-		timeA, timeC = timeA+mid.Sub(start), timeC+time.Since(mid)
+		f(k)
+		return time.Since(start)
+	}
+	for round, done := 0, 0; done < n; round, done = round+1, done+pairRound {
+		k := min(pairRound, n-done)
+		if round%2 == 0 {
+			timeA += timed(a, k)
+			timeC += timed(c, k)
+		} else {
+			timeC += timed(c, k)
+			timeA += timed(a, k)
+		}
 	}
 	return timeA, timeC
 }

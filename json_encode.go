@@ -2,11 +2,9 @@ package main
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math/bits"
-	"slices"
 	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -20,52 +18,34 @@ import (
 // \ufffd), then every non-ASCII character as appendASCII escapes it.
 func appendJSONString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
-	i := 0
-	// Eight bytes at a time, each word stored whole and kept up to its
-	// first byte that is not copied as it is: no copy call for the short
-	// stretches of ASCII between the characters of mixed text.
-	for i+8 <= len(s) {
-		w := wordAt(s, i)
-		m := stringStopper(w)
-		if m == 0 {
-			dst = appendWord(dst, w, 8)
-			i += 8
-			continue
-		}
-		k := bits.TrailingZeros64(m) >> 3
-		dst = appendWord(dst, w, k)
-		dst, i = appendStringSpecial(dst, s, i+k)
-	}
-	for i < len(s) {
-		if c := s[i]; c >= 0x20 && c < utf8.RuneSelf && c != '"' && c != '\\' {
-			dst = append(dst, c)
+	start := 0 // s[start:i] is copied as it is
+	for i := 0; i < len(s); {
+		// Eight bytes at a time up to the first byte that is not copied as
+		// it is; in the last few bytes, one at a time.
+		c := s[i]
+		if i+8 <= len(s) {
+			m := stringStopper(wordAt(s, i))
+			if m == 0 {
+				i += 8
+				continue
+			}
+			i += bits.TrailingZeros64(m) >> 3
+			c = s[i]
+		} else if c >= 0x20 && c < utf8.RuneSelf && c != '"' && c != '\\' {
 			i++
 			continue
 		}
-		dst, i = appendStringSpecial(dst, s, i)
+		dst = append(dst, s[start:i]...)
+		if c < utf8.RuneSelf {
+			dst = appendCanonicalRune(dst, rune(c))
+			i++
+		} else {
+			dst, i = appendNonASCIIRun(dst, s, i)
+		}
+		start = i
 	}
+	dst = append(dst, s[start:]...)
 	return append(dst, '"')
-}
-
-// appendWord appends the first n (at most 8) bytes of w, little-endian, as
-// one store.
-func appendWord(dst []byte, w uint64, n int) []byte {
-	if cap(dst)-len(dst) < 8 {
-		dst = slices.Grow(dst, 8)
-	}
-	l := len(dst)
-	binary.LittleEndian.PutUint64(dst[l:l+8], w)
-	return dst[:l+n]
-}
-
-// appendStringSpecial appends what s[i] starts, a byte appendJSONString
-// does not copy as it is, escaped: an ASCII byte, or the run of non-ASCII
-// characters it starts. It returns the offset after what it took.
-func appendStringSpecial(dst []byte, s string, i int) ([]byte, int) {
-	if c := s[i]; c < utf8.RuneSelf {
-		return appendCanonicalRune(dst, rune(c)), i + 1
-	}
-	return appendNonASCIIRun(dst, s, i)
 }
 
 // appendNonASCIIRun appends the run of non-ASCII characters at s[i] as
@@ -243,12 +223,13 @@ func compactASCIIPrefix(raw []byte) (n int, inString bool) {
 }
 
 // escapeGrowth returns how many bytes escaping the non-ASCII characters of
-// valid UTF-8 text b adds, so appendASCII can size its output once: a 2- or
-// 4-byte sequence grows by twice its length (to \uXXXX or a pair of them), a
-// 3-byte one by its length. Counting eight bytes at a time, it takes two per
-// non-ASCII byte and gives three back per 3-byte lead byte (1110xxxx). It may
-// err either way on invalid UTF-8 or text outside strings; appendASCII stays
-// correct then.
+// valid UTF-8 text b adds, so that appendASCII, and the size hints of the
+// direct tool results, can size their output once: a 2- or 4-byte sequence
+// grows by twice its length (to \uXXXX or a pair of them), a 3-byte one by
+// its length. Counting eight bytes at a time, it takes two per non-ASCII
+// byte and gives three back per 3-byte lead byte (1110xxxx). It may err
+// either way on invalid UTF-8 or text outside strings; its callers stay
+// correct then (their buffers grow).
 func escapeGrowth[T string | []byte](b T) int {
 	const low7 = 0x7f7f7f7f7f7f7f7f
 	growth, i := 0, 0
