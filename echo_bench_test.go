@@ -87,34 +87,50 @@ func newEchoPairRuntime(b *testing.B) *Runtime {
 	return rt
 }
 
+// pairTimes is what one kind of call took in all: wall time, and the
+// process's CPU time during its turns (zero where it cannot be read).
+type pairTimes struct{ wall, cpu time.Duration }
+
 // alternate runs n calls of each of a and c, in alternating rounds of
 // pairRound (a first in one round, c first in the next, so that neither
-// always follows the other and inherits its garbage), and returns the time
+// always follows the other and inherits its garbage), and returns the times
 // each took in all.
-func alternate(n int, a, c func(calls int)) (timeA, timeC time.Duration) {
-	timed := func(f func(int), k int) time.Duration {
+func alternate(n int, a, c func(calls int)) (timesA, timesC pairTimes) {
+	timed := func(t *pairTimes, f func(int), k int) {
+		cpu, _ := processCPU()
 		start := time.Now()
 		f(k)
-		return time.Since(start)
+		t.wall += time.Since(start)
+		end, _ := processCPU()
+		t.cpu += end - cpu
 	}
 	for round, done := 0, 0; done < n; round, done = round+1, done+pairRound {
 		k := min(pairRound, n-done)
 		if round%2 == 0 {
-			timeA += timed(a, k)
-			timeC += timed(c, k)
+			timed(&timesA, a, k)
+			timed(&timesC, c, k)
 		} else {
-			timeC += timed(c, k)
-			timeA += timed(a, k)
+			timed(&timesC, c, k)
+			timed(&timesA, a, k)
 		}
 	}
-	return timeA, timeC
+	return timesA, timesC
 }
 
-func reportPair(b *testing.B, p echoPair, timeA, timeC time.Duration) {
-	rateA, rateC := float64(b.N)/timeA.Seconds(), float64(b.N)/timeC.Seconds()
+// reportPair reports each kind's calls/s and CPU time per call, and the
+// second kind's rate and CPU rate (calls per CPU second) as fractions of the
+// first's. The CPU ratio is the steadier on a busy machine: it does not
+// count the turns lost to neighbours.
+func reportPair(b *testing.B, p echoPair, timesA, timesC pairTimes) {
+	rateA, rateC := float64(b.N)/timesA.wall.Seconds(), float64(b.N)/timesC.wall.Seconds()
 	b.ReportMetric(rateA, p.prefixA+"calls/s")
 	b.ReportMetric(rateC, p.prefixB+"calls/s")
 	b.ReportMetric(rateC/rateA, p.prefixB+"rate-ratio")
+	if _, ok := processCPU(); ok && timesC.cpu > 0 {
+		b.ReportMetric(float64(timesA.cpu.Nanoseconds())/float64(b.N), p.prefixA+"cpu-ns/call")
+		b.ReportMetric(float64(timesC.cpu.Nanoseconds())/float64(b.N), p.prefixB+"cpu-ns/call")
+		b.ReportMetric(timesA.cpu.Seconds()/timesC.cpu.Seconds(), p.prefixB+"cpu-rate-ratio")
+	}
 }
 
 // BenchmarkEchoPair compares the echo pairs on the whole work of one message
@@ -130,8 +146,8 @@ func BenchmarkEchoPair(b *testing.B) {
 			a, c := newMessageLoop(b, rt, p.lineA, p.wantA), newMessageLoop(b, rt, p.lineB, p.wantB)
 			b.ReportAllocs()
 			b.ResetTimer()
-			timeA, timeC := alternate(b.N, a, c)
-			reportPair(b, p, timeA, timeC)
+			timesA, timesC := alternate(b.N, a, c)
+			reportPair(b, p, timesA, timesC)
 		})
 		b.Run(p.name+"/serve64", func(b *testing.B) {
 			a, c := startServePipe(b, rt), startServePipe(b, rt)
@@ -143,9 +159,9 @@ func BenchmarkEchoPair(b *testing.B) {
 			runC(pairRound)
 			b.ReportAllocs()
 			b.ResetTimer()
-			timeA, timeC := alternate(b.N, runA, runC)
+			timesA, timesC := alternate(b.N, runA, runC)
 			b.StopTimer()
-			reportPair(b, p, timeA, timeC)
+			reportPair(b, p, timesA, timesC)
 		})
 	}
 }
