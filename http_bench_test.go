@@ -15,9 +15,10 @@ import (
 //   - BenchmarkHTTPEcho: a whole call over a kept-alive loopback connection,
 //     net/http's client and server included;
 //   - BenchmarkHTTPEchoBaseline: the same calls answered by a bare handler
-//     (cannedEchoHandler), so what it allocates is the client's and
-//     net/http's share, and BenchmarkHTTPEcho's excess over it is the
-//     HTTPHandler's;
+//     (cannedEchoHandler, itself about 5 allocations: the body read, the
+//     frame, its headers), so what it allocates is, but for those, the
+//     client's and net/http's share, and BenchmarkHTTPEcho's excess over it
+//     is the HTTPHandler's less the bare handler's own;
 //   - BenchmarkHTTPHandlerEcho: HTTPHandler.ServeHTTP called directly with a
 //     prebuilt request and a reused ResponseWriter, so every allocation it
 //     counts is the handler's own (the executor's worker included).
