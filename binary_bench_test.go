@@ -39,6 +39,11 @@ func TestMain(m *testing.M) {
 	case os.Getenv(baselineEnv) == "1":
 		runBaseline(os.Stdin, os.Stdout)
 		os.Exit(0)
+	case os.Getenv(httpBaselineEnv) == "1":
+		if err := runHTTPBaseline(os.Stdin, os.Stdout); err != nil {
+			os.Exit(1)
+		}
+		os.Exit(0)
 	case os.Getenv(floorEnv) != "":
 		out, restoreOutput, err := isolateOutput(os.Stdout, os.Stderr)
 		if err != nil {

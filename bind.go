@@ -93,10 +93,29 @@ func describeJSONValue(raw []byte) string {
 // follows the inferred schema of the Go type where encoding/json is lenient:
 // null only where the schema allows it, []byte only as a base64 string; with
 // required set (the tool's input schema is the inferred one), the fields it
-// requires must be present at every depth.
+// requires must be present at every depth. With validated set, the input is
+// strict JSON as decodeEnvelope accepts it (valid UTF-8, valid escapes), so
+// strings are unescaped without being checked again.
 type binder struct {
-	strict   bool
-	required bool
+	strict    bool
+	required  bool
+	validated bool
+}
+
+// decodeString decodes the string token raw as decodeString does; ok is
+// false when raw is not one.
+func (b binder) decodeString(raw []byte) (string, bool) {
+	if !b.validated {
+		return decodeString(raw)
+	}
+	if raw[0] != '"' {
+		return "", false
+	}
+	content := raw[1 : len(raw)-1]
+	if bytes.IndexByte(content, '\\') < 0 {
+		return string(content), true
+	}
+	return string(appendUnescaped(make([]byte, 0, len(content)), content)), true
 }
 
 // bind decodes the validated JSON value raw into v, which must be settable,
@@ -122,7 +141,7 @@ func (b binder) value(raw []byte, v reflect.Value, p *typePlan) *ArgumentError {
 		return unmarshalCustom(raw, v, p)
 	}
 	if p.unmarshalText {
-		s, ok := decodeString(raw)
+		s, ok := b.decodeString(raw)
 		if !ok {
 			return mismatch(p, raw)
 		}
@@ -150,7 +169,7 @@ func (b binder) value(raw []byte, v reflect.Value, p *typePlan) *ArgumentError {
 		v.SetString(string(raw))
 		return nil
 	case planString:
-		s, ok := decodeString(raw)
+		s, ok := b.decodeString(raw)
 		if !ok {
 			return mismatch(p, raw)
 		}
@@ -160,7 +179,7 @@ func (b binder) value(raw []byte, v reflect.Value, p *typePlan) *ArgumentError {
 		if raw[0] == '[' && !b.strict {
 			return b.slice(raw, v, p)
 		}
-		s, ok := decodeString(raw)
+		s, ok := b.decodeString(raw)
 		if !ok {
 			return mismatch(p, raw)
 		}
@@ -518,7 +537,7 @@ func (b binder) field(value []byte, fv reflect.Value, f *fieldPlan) *ArgumentErr
 	if !f.quoted || value[0] == 'n' {
 		return b.value(value, fv, f.plan)
 	}
-	inner, ok := decodeString(value)
+	inner, ok := b.decodeString(value)
 	if !ok {
 		return &ArgumentError{Problem: "must be a string", cause: "the string option wants a JSON string, got " + describeJSONValue(value)}
 	}
@@ -541,5 +560,6 @@ func (b binder) field(value []byte, fv reflect.Value, f *fieldPlan) *ArgumentErr
 	if !json.Valid([]byte(inner)) || inner == "" || inner[0] == '"' || inner[0] == '{' || inner[0] == '[' || inner[0] == 'n' {
 		return &ArgumentError{Problem: "must be a string holding " + p.want(), cause: "the string option: " + strconv.Quote(inner)}
 	}
+	b.validated = false // inner passed json.Valid only
 	return b.value([]byte(inner), fv, p)
 }

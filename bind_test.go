@@ -2,12 +2,14 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"math"
 	"net/netip"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -93,17 +95,88 @@ func TestBindAgreesWithEncodingJSON(t *testing.T) {
 		`{"unexposed":3,"bindEmbedded":{"promoted":"no"}}`,
 	}
 	for _, in := range inputs {
-		var want, got bindAll
+		var want bindAll
 		if err := json.Unmarshal([]byte(in), &want); err != nil {
 			t.Fatalf("encoding/json %s: %v", in, err)
 		}
-		req := &HandlerRequest{Arguments: json.RawMessage(in)}
-		if err := req.Bind(&got); err != nil {
-			t.Errorf("Bind %s: %v", in, err)
-			continue
+		for _, validated := range []bool{false, true} {
+			var got bindAll
+			if err := argumentsRequest(in, validated, nil).Bind(&got); err != nil {
+				t.Errorf("Bind %s (validated %v): %v", in, validated, err)
+				continue
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("Bind %s (validated %v):\n got %+v\nwant %+v", in, validated, got, want)
+			}
 		}
-		if !reflect.DeepEqual(got, want) {
-			t.Errorf("Bind %s:\n got %+v\nwant %+v", in, got, want)
+	}
+}
+
+// argumentsRequest returns a HandlerRequest of rt (nil for none) whose
+// Arguments are args: as Dispatch validated them (setArguments), or as a
+// HandlerRequest built outside Dispatch has them.
+func argumentsRequest(args string, validated bool, rt *Runtime) *HandlerRequest {
+	req := &HandlerRequest{rt: rt}
+	if validated {
+		req.setArguments(json.RawMessage(args))
+	} else {
+		req.Arguments = json.RawMessage(args)
+	}
+	return req
+}
+
+// TestBindValidatedArguments checks that the arguments Dispatch validated
+// are bound without being checked again, and that any others still are.
+func TestBindValidatedArguments(t *testing.T) {
+	rt := newTestRuntime(t, testOptions())
+	validated := make(chan bool, 2)
+	err := rt.AddTool(Tool{Name: "probe"}, func(_ context.Context, req *HandlerRequest) (*ToolResult, error) {
+		validated <- req.argumentsValidated()
+		req.Arguments = slices.Clone(req.Arguments)
+		validated <- req.argumentsValidated()
+		return TextResult("ok"), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := dispatch(rt, statelessRequest("tools/call", `{"name":"probe","arguments":{"a":"é"}}`)); r.Error != nil {
+		t.Fatal(r.Error)
+	}
+	if !<-validated {
+		t.Error("a tool's Arguments from Dispatch are not marked validated")
+	}
+	if <-validated {
+		t.Error("Arguments replaced by a copy are still marked validated")
+	}
+
+	// Invalid UTF-8 passes json.Valid; only the string check refuses it.
+	var got struct {
+		A string `json:"a"`
+	}
+	err = argumentsRequest("{\"a\":\"\xff\"}", false, nil).Bind(&got)
+	if err == nil || err.Error() != `Invalid arguments: "a" must be a string` {
+		t.Errorf("Bind of invalid UTF-8 = %v (bound %q), want the argument refused", err, got.A)
+	}
+}
+
+// TestBinderValidatedStrings checks the validated binder's string decoding
+// against decodeString.
+func TestBinderValidatedStrings(t *testing.T) {
+	for _, tok := range []string{
+		`""`, `"plain"`, `"é 世界 😀"`, `"\"q\" \\ \/ \b\f\n\r\t"`, `"\u00e9\u4e16"`,
+		`"\ud83d\ude00"`, `"lone \ud800 x"`, `"\udc00\ud800"`, `"a\\"`,
+	} {
+		want, ok := decodeString([]byte(tok))
+		if !ok {
+			t.Fatalf("decodeString(%s) failed", tok)
+		}
+		if got, ok := (binder{validated: true}).decodeString([]byte(tok)); !ok || got != want {
+			t.Errorf("validated decodeString(%s) = %q, %v; want %q", tok, got, ok, want)
+		}
+	}
+	for _, notString := range []string{`5`, `null`, `{}`, `["a"]`, `true`} {
+		if got, ok := (binder{validated: true}).decodeString([]byte(notString)); ok {
+			t.Errorf("validated decodeString(%s) = %q, true; want false", notString, got)
 		}
 	}
 }
@@ -226,10 +299,13 @@ func TestBindErrors(t *testing.T) {
 			t.Fatal(err)
 		}
 		var got args
-		err = (&HandlerRequest{Arguments: json.RawMessage(tt.in), rt: rt}).Bind(&got)
+		err = argumentsRequest(tt.in, false, rt).Bind(&got)
 		if err == nil || err.Error() != tt.want {
 			t.Errorf("Bind %s = %v, want %s", tt.in, err, tt.want)
 			continue
+		}
+		if verr := argumentsRequest(tt.in, true, rt).Bind(&got); verr == nil || verr.Error() != tt.want {
+			t.Errorf("Bind %s (validated) = %v, want %s", tt.in, verr, tt.want)
 		}
 		for _, leak := range []string{"json:", "Go struct", "unmarshal", "main.", "int64"} {
 			if strings.Contains(err.Error(), leak) {

@@ -14,6 +14,9 @@ func TestAppendJSONStringMatchesMarshalJSON(t *testing.T) {
 	for _, s := range []string{
 		"", "plain", `quote " backslash \ slash /`, "<&>", "\x00\x01\b\f\n\r\t\x1f\x7f",
 		"é ü 中文 😀", "\u2028\u2029", "bad \xff utf8 \xc3", "\xed\xa0\x80 surrogate bytes", strings.Repeat("x", 300),
+		"\xe4\xb8", "\xf0\x9f\x98", "\xc0\x80 \xe0\x80\x80 \xf0\x80\x80\x80 \xf4\x90\x80\x80 \xf5\x80", "\x80\xbf\xc1",
+		"1234567\n", "12345678\n", "123456789\"", "1234567é", "12345678é", "日本語のテキスト、中文文本😀😀😀",
+		nonASCIIText(100), strings.Repeat("héllo wörld ", 20) + "\x00",
 	} {
 		want, err := marshalJSON(s)
 		if err != nil {
@@ -22,6 +25,49 @@ func TestAppendJSONStringMatchesMarshalJSON(t *testing.T) {
 		if got := appendJSONString([]byte("prefix"), s); string(got) != "prefix"+string(want) {
 			t.Errorf("appendJSONString(%q) = %s, want prefix%s", s, got, want)
 		}
+	}
+}
+
+// reuseFields has fields that appendJSONReusing may copy from a known
+// encoding (Text, Same) and others it must encode themselves.
+type reuseFields struct {
+	Text   string       `json:"text"`
+	Same   string       `json:"same"`
+	Quoted string       `json:"quoted,string"`
+	Marked markedString `json:"marked"`
+	Inner  reuseInner   `json:"inner"`
+	Count  int          `json:"count"`
+}
+
+type reuseInner struct {
+	Text string `json:"text"`
+}
+
+// markedString encodes itself as its text with a mark.
+type markedString string
+
+func (m markedString) MarshalJSON() ([]byte, error) { return json.Marshal("marked " + string(m)) }
+
+// structuredOf returns the structured content of *ptr, as a typed tool
+// makes it.
+func structuredOf(ptr any) *structuredOutput {
+	v := reflect.ValueOf(ptr).Elem()
+	return &structuredOutput{v: v, plan: newPlanBuilder(nil).plan(v.Type())}
+}
+
+// TestAppendJSONReusingCopiesKnownEncoding checks that the top-level string
+// fields with the known text are copied from its encoding, and nothing else
+// is.
+func TestAppendJSONReusingCopiesKnownEncoding(t *testing.T) {
+	v := &reuseFields{Text: "t", Same: "t", Quoted: "t", Marked: "t", Inner: reuseInner{Text: "t"}, Count: 1}
+	dst := []byte(`"KNOWN"`) // stands for the encoding of "t", to show where it is copied
+	got, err := structuredOf(&v).appendJSONReusing(dst, &encodedString{text: "t", start: 0, end: len(dst)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `"KNOWN"{"text":"KNOWN","same":"KNOWN","quoted":"\"t\"","marked":"marked t","inner":{"text":"t"},"count":1}`
+	if string(got) != want {
+		t.Errorf("got  %s\nwant %s", got, want)
 	}
 }
 
@@ -38,6 +84,16 @@ func TestPlainToolResultMatchesEnvelopeReply(t *testing.T) {
 		Ptr  *struct{ N uint } `json:"ptr,omitempty"`
 	}{Text: "é \"q\"", Tags: map[string][]int{"b": {1}, "a": nil}}
 	sv := reflect.ValueOf(&structured).Elem()
+	// Non-ASCII text takes up to three times its length escaped: the
+	// reserved size must count it.
+	wide := struct {
+		Text string `json:"text"`
+	}{Text: nonASCIIText(300)}
+	wv := reflect.ValueOf(&wide).Elem()
+	// Fields with the content's text, reused or not: the encoding is the
+	// same either way.
+	text := "reused \"text\" é 😀"
+	repeating := &reuseFields{Text: text, Same: strings.Clone(text), Quoted: text, Marked: markedString(text), Inner: reuseInner{Text: text}}
 	results := []*ToolResult{
 		{},
 		{Content: []Content{}},
@@ -45,6 +101,11 @@ func TestPlainToolResultMatchesEnvelopeReply(t *testing.T) {
 		{Content: []Content{TextContent("a"), TextContent("b")}, IsError: true},
 		{Content: []Content{TextContent("t")}, StructuredContent: &structuredOutput{v: sv, plan: newPlanBuilder(nil).plan(sv.Type())}},
 		{Content: []Content{TextContent("t")}, StructuredContent: &structuredOutput{encoded: []byte(`{"a":1}`)}, IsError: true},
+		{Content: []Content{TextContent(wide.Text)}, StructuredContent: &structuredOutput{v: wv, plan: newPlanBuilder(nil).plan(wv.Type())}},
+		{Content: []Content{TextContent(text)}, StructuredContent: structuredOf(repeating)},
+		{Content: []Content{TextContent(text)}, StructuredContent: structuredOf(&repeating)},
+		{Content: []Content{TextContent("other"), TextContent(text)}, StructuredContent: structuredOf(repeating)},
+		{StructuredContent: structuredOf(repeating)},
 	}
 	for _, e := range []era{eraLegacy, eraStateless} {
 		c := &call{req: &Request{Method: "tools/call"}, dialectInfo: dialectInfo{era: e}}

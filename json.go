@@ -541,24 +541,17 @@ func scanString(data []byte, i int) (end int, escaped bool, err error) {
 }
 
 // scanNonASCII validates the run of non-ASCII bytes starting at data[i] and
-// returns the offset just after it. Text is valid UTF-8 exactly when each of
-// its maximal non-ASCII runs is, so a run is checked in one utf8.Valid call.
+// returns the offset just after it: text is valid UTF-8 exactly when each of
+// its maximal non-ASCII runs is.
 func scanNonASCII(data []byte, i int) (int, error) {
-	end := i + 1
-	for end < len(data) && data[end] >= utf8.RuneSelf {
-		end++
-	}
-	if utf8.Valid(data[i:end]) {
-		return end, nil
-	}
-	for i < end {
-		r, size := utf8.DecodeRune(data[i:end])
-		if r == utf8.RuneError && size == 1 {
-			break
+	for i < len(data) && data[i] >= utf8.RuneSelf {
+		_, size := decodeRuneAt(data, i)
+		if size == 1 {
+			return i, syntaxError("invalid UTF-8 in string", i)
 		}
 		i += size
 	}
-	return i, syntaxError("invalid UTF-8 in string", i)
+	return i, nil
 }
 
 // scanEscape validates the escape sequence at data[i] == '\\' and returns the

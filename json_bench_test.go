@@ -155,3 +155,24 @@ func BenchmarkAppendASCII(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAppendJSONString measures the string encoder of the direct
+// result path on ASCII text and on as many bytes of mixed non-ASCII text
+// (Latin, CJK, emoji), which it escapes as \uXXXX.
+func BenchmarkAppendJSONString(b *testing.B) {
+	for _, size := range []int{100, 64 << 10} {
+		for _, c := range []struct{ name, text string }{
+			{"ascii", strings.Repeat("x", size)},
+			{"nonascii", nonASCIIText(size)},
+		} {
+			b.Run(fmt.Sprintf("%s-%dB", c.name, size), func(b *testing.B) {
+				dst := make([]byte, 0, 4*size)
+				b.SetBytes(int64(size))
+				b.ReportAllocs()
+				for b.Loop() {
+					dst = appendJSONString(dst[:0], c.text)
+				}
+			})
+		}
+	}
+}

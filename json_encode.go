@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math/bits"
@@ -19,35 +18,89 @@ import (
 // \ufffd), then every non-ASCII character as appendASCII escapes it.
 func appendJSONString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
-	start := 0
+	start := 0 // s[start:i] is copied as it is
 	for i := 0; i < len(s); {
-		for i+8 <= len(s) && stringStopper(stringWord(s, i)) == 0 {
-			i += 8 // eight bytes copied as they are
-		}
-		if i == len(s) {
-			break
-		}
-		if c := s[i]; c >= 0x20 && c < utf8.RuneSelf && c != '"' && c != '\\' {
+		// Eight bytes at a time up to the first byte that is not copied as
+		// it is; in the last few bytes, one at a time.
+		c := s[i]
+		if i+8 <= len(s) {
+			m := stringStopper(wordAt(s, i))
+			if m == 0 {
+				i += 8
+				continue
+			}
+			i += bits.TrailingZeros64(m) >> 3
+			c = s[i]
+		} else if c >= 0x20 && c < utf8.RuneSelf && c != '"' && c != '\\' {
 			i++
 			continue
 		}
 		dst = append(dst, s[start:i]...)
-		r, size := utf8.DecodeRuneInString(s[i:])
-		dst = appendCanonicalRune(dst, r) // RuneError for an invalid byte: \ufffd
-		i += size
+		if c < utf8.RuneSelf {
+			dst = appendCanonicalRune(dst, rune(c))
+			i++
+		} else {
+			dst, i = appendNonASCIIRun(dst, s, i)
+		}
 		start = i
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
 }
 
-// stringWord returns the eight bytes of s at i as one little-endian word, as
-// binary.LittleEndian.Uint64 does for a byte slice (the compiler makes it one
-// load).
-func stringWord(s string, i int) uint64 {
-	s = s[i : i+8]
-	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
-		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+// appendNonASCIIRun appends the run of non-ASCII characters at s[i] as
+// appendRuneEscape escapes them (invalid UTF-8 as \ufffd) and returns the
+// offset where the run ends. Non-ASCII text comes in runs (words, scripts),
+// escaped here in one tight loop.
+func appendNonASCIIRun[T string | []byte](dst []byte, s T, i int) ([]byte, int) {
+	for i < len(s) && s[i] >= utf8.RuneSelf {
+		r, size := decodeRuneAt(s, i)
+		i += size
+		if r > 0xffff {
+			high, low := utf16.EncodeRune(r)
+			dst = appendUnicodeEscape(dst, high)
+			r = low
+		}
+		dst = appendUnicodeEscape(dst, r)
+	}
+	return dst, i
+}
+
+// decodeRuneAt decodes the non-ASCII UTF-8 sequence at s[i] as
+// utf8.DecodeRune does: RuneError and size 1 for an invalid one (a valid
+// sequence is never 1 byte long).
+func decodeRuneAt[T string | []byte](s T, i int) (rune, int) {
+	c := s[i]
+	switch {
+	case c < 0xc2:
+	case c < 0xe0:
+		if i+1 < len(s) && s[i+1]&0xc0 == 0x80 {
+			return rune(c&0x1f)<<6 | rune(s[i+1]&0x3f), 2
+		}
+	case c < 0xf0:
+		if i+2 < len(s) && s[i+1]&0xc0 == 0x80 && s[i+2]&0xc0 == 0x80 {
+			// Valid unless overlong (below U+0800) or a surrogate.
+			if r := rune(c&0x0f)<<12 | rune(s[i+1]&0x3f)<<6 | rune(s[i+2]&0x3f); r >= 0x800 && !utf16.IsSurrogate(r) {
+				return r, 3
+			}
+		}
+	case c < 0xf5:
+		if i+3 < len(s) && s[i+1]&0xc0 == 0x80 && s[i+2]&0xc0 == 0x80 && s[i+3]&0xc0 == 0x80 {
+			// Valid unless overlong (below U+10000) or beyond U+10FFFF.
+			if r := rune(c&0x07)<<18 | rune(s[i+1]&0x3f)<<12 | rune(s[i+2]&0x3f)<<6 | rune(s[i+3]&0x3f); r >= 0x10000 && r <= utf8.MaxRune {
+				return r, 4
+			}
+		}
+	}
+	return utf8.RuneError, 1
+}
+
+// wordAt returns the eight bytes of b at i as one little-endian word, as
+// binary.LittleEndian.Uint64 does (the compiler makes it one load).
+func wordAt[T string | []byte](b T, i int) uint64 {
+	b = b[i : i+8]
+	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
 }
 
 // appendCanonicalRune appends r as encoding/json (HTML escaping off) writes it
@@ -119,9 +172,7 @@ func appendASCII(dst, raw []byte) []byte {
 			inString = c == '"'
 			i++
 		case c >= utf8.RuneSelf:
-			r, size := utf8.DecodeRune(raw[i:])
-			dst = appendRuneEscape(dst, r) // RuneError for an invalid byte: \ufffd
-			i += size
+			dst, i = appendNonASCIIRun(dst, raw, i) // invalid bytes as \ufffd
 		case c == '"':
 			dst = append(dst, c)
 			inString = false
@@ -172,17 +223,18 @@ func compactASCIIPrefix(raw []byte) (n int, inString bool) {
 }
 
 // escapeGrowth returns how many bytes escaping the non-ASCII characters of
-// valid UTF-8 text b adds, so appendASCII can size its output once: a 2- or
-// 4-byte sequence grows by twice its length (to \uXXXX or a pair of them), a
-// 3-byte one by its length. Counting eight bytes at a time, it takes two per
-// non-ASCII byte and gives three back per 3-byte lead byte (1110xxxx). It may
-// err either way on invalid UTF-8 or text outside strings; appendASCII stays
-// correct then.
-func escapeGrowth(b []byte) int {
+// valid UTF-8 text b adds, so that appendASCII, and the size hints of the
+// direct tool results, can size their output once: a 2- or 4-byte sequence
+// grows by twice its length (to \uXXXX or a pair of them), a 3-byte one by
+// its length. Counting eight bytes at a time, it takes two per non-ASCII
+// byte and gives three back per 3-byte lead byte (1110xxxx). It may err
+// either way on invalid UTF-8 or text outside strings; its callers stay
+// correct then (their buffers grow).
+func escapeGrowth[T string | []byte](b T) int {
 	const low7 = 0x7f7f7f7f7f7f7f7f
 	growth, i := 0, 0
 	for ; i+8 <= len(b); i += 8 {
-		w := binary.LittleEndian.Uint64(b[i:])
+		w := wordAt(b, i)
 		if w&swarHighBits == 0 {
 			continue
 		}
@@ -190,8 +242,8 @@ func escapeGrowth(b []byte) int {
 		threeByteLeads := ^((x&low7 + low7) | x | low7) // exact, unlike swarZeroBytes
 		growth += 2*bits.OnesCount64(w&swarHighBits) - 3*bits.OnesCount64(threeByteLeads)
 	}
-	for _, c := range b[i:] {
-		switch {
+	for ; i < len(b); i++ {
+		switch c := b[i]; {
 		case c >= 0xf0:
 			growth += 12 - 4
 		case c >= 0xe0:

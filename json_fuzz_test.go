@@ -208,6 +208,23 @@ func FuzzAppendASCII(f *testing.F) {
 	})
 }
 
+// FuzzAppendJSONString checks the string encoder against marshalJSON on
+// any text, valid UTF-8 or not.
+func FuzzAppendJSONString(f *testing.F) {
+	for _, s := range []string{"", "plain", "é 世界 😀", "\xff\xe4\xb8", "\"\\\n\x00", nonASCIIText(40)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want, err := marshalJSON(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendJSONString([]byte("p"), s); string(got) != "p"+string(want) {
+			t.Fatalf("appendJSONString(%q) = %s, want p%s", s, got, want)
+		}
+	})
+}
+
 func jsonDecodeAny(t *testing.T, data []byte) any {
 	t.Helper()
 	var v any

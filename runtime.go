@@ -346,6 +346,11 @@ type HandlerRequest struct {
 	// percent-decoded; nil for a static resource.
 	Variables map[string]string
 
+	// validArguments is Arguments as Dispatch validated them (strict JSON,
+	// see decodeEnvelope); nil for a HandlerRequest built outside
+	// Dispatch. See argumentsValidated.
+	validArguments json.RawMessage
+
 	rt            *Runtime        // nil for a HandlerRequest built outside Dispatch
 	peer          Peer            // nil when there is no client to reach
 	task          *taskRun        // a tools/call that may become a task; else nil
@@ -373,13 +378,29 @@ func (r *HandlerRequest) Bind(v any) error {
 	if r.rt != nil {
 		plans = &r.rt.plans
 	}
-	args := bytes.TrimRight(r.Arguments[skipJSONSpace(r.Arguments, 0):], " \t\r\n")
-	if len(args) > 0 && !json.Valid(args) {
-		err := &ArgumentError{Problem: "must be a JSON object", cause: "Arguments is not valid JSON text"}
-		r.logBindFailure(err)
-		return err
+	args, b := r.Arguments, binder{validated: r.argumentsValidated()}
+	if !b.validated {
+		args = bytes.TrimRight(args[skipJSONSpace(args, 0):], " \t\r\n")
+		if len(args) > 0 && !json.Valid(args) {
+			err := &ArgumentError{Problem: "must be a JSON object", cause: "Arguments is not valid JSON text"}
+			r.logBindFailure(err)
+			return err
+		}
 	}
-	return r.bindValue(args, rv.Elem(), plans.planFor(rv.Type().Elem()), binder{})
+	return r.bindValue(args, rv.Elem(), plans.planFor(rv.Type().Elem()), b)
+}
+
+// setArguments sets Arguments to args, a JSON object Dispatch validated
+// (strict JSON, see decodeEnvelope, without surrounding whitespace).
+func (r *HandlerRequest) setArguments(args json.RawMessage) {
+	r.Arguments, r.validArguments = args, args
+}
+
+// argumentsValidated reports whether Arguments are the very bytes
+// setArguments was given, so that binding them need not check them again.
+// Arguments a handler replaced do not qualify.
+func (r *HandlerRequest) argumentsValidated() bool {
+	return len(r.Arguments) > 0 && len(r.validArguments) == len(r.Arguments) && &r.validArguments[0] == &r.Arguments[0]
 }
 
 // bindValue binds args, validated JSON text without surrounding whitespace,

@@ -170,10 +170,11 @@ func (rt *Runtime) getPrompt(ctx context.Context, c *call) Reply {
 	}
 	req := c.handlerRequest()
 	req.Name = name
-	req.Arguments = c.params.arguments
-	if req.Arguments == nil {
-		req.Arguments = json.RawMessage(`{}`)
+	raw := c.params.arguments
+	if raw == nil {
+		raw = json.RawMessage(`{}`)
 	}
+	req.setArguments(raw)
 	if rerr = rt.startAsking(c, &req.ask, name); rerr != nil {
 		return Reply{Error: rerr}
 	}

@@ -227,7 +227,8 @@ func (rt *Runtime) callTool(ctx context.Context, c *call) Reply {
 		})
 	}
 	req := c.handlerRequest()
-	req.Name, req.Arguments = name, args
+	req.Name = name
+	req.setArguments(args)
 	if rerr = rt.startAsking(c, &req.ask, name); rerr != nil {
 		return Reply{Error: rerr}
 	}
@@ -339,19 +340,28 @@ func missingKeys[V any](present map[string]V, required []string) []string {
 // encode.
 func (rt *Runtime) appendPlainToolResult(dst []byte, c *call, res *ToolResult) ([]byte, error) {
 	dst = append(dst, `{"content":[`...)
+	var first encodedString // the first block's text, which structured content often repeats
 	for i, block := range res.Content {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
 		dst = append(dst, `{"type":"text","text":`...)
+		start := len(dst)
 		dst = appendJSONString(dst, block.Text)
+		if i == 0 {
+			first = encodedString{text: block.Text, start: start, end: len(dst)}
+		}
 		dst = append(dst, '}')
 	}
 	dst = append(dst, ']')
 	if s, ok := res.StructuredContent.(*structuredOutput); ok {
+		known := &first
+		if len(res.Content) == 0 {
+			known = nil
+		}
 		dst = append(dst, `,"structuredContent":`...)
 		var err error
-		if dst, err = s.appendJSON(dst); err != nil {
+		if dst, err = s.appendJSONReusing(dst, known); err != nil {
 			return dst, err
 		}
 	}
@@ -371,7 +381,7 @@ func (rt *Runtime) appendPlainToolResult(dst []byte, c *call, res *ToolResult) (
 // tool's (which has none in a version without structuredContent, see
 // typedTool.result), and no handler _meta. If so it returns how many bytes
 // the encoding takes at most when each block's text needs no more than a few
-// escapes.
+// escapes of ASCII characters (its non-ASCII characters are counted).
 func (rt *Runtime) plainToolResultSize(c *call, res *ToolResult) (int, bool) {
 	if res.Meta != nil {
 		return 0, false
@@ -388,7 +398,7 @@ func (rt *Runtime) plainToolResultSize(c *call, res *ToolResult) (int, bool) {
 		if block.Type != ContentText || block.Annotations != nil || block.Meta != nil {
 			return 0, false
 		}
-		size += len(`,{"type":"text","text":""}`) + len(block.Text) + 16
+		size += len(`,{"type":"text","text":""}`) + len(block.Text) + escapeGrowth(block.Text) + 16
 	}
 	if c.era == eraStateless {
 		size += len(`,"resultType":"complete","_meta":`) + len(rt.serverInfoMeta)

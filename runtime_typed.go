@@ -56,7 +56,9 @@ func AddTypedTool[In, Out any](rt *Runtime, tool Tool, handler TypedToolHandler[
 			out Out
 			res typedResult
 		})
-		if err := req.bindValue(req.Arguments, reflect.ValueOf(&call.in).Elem(), t.in, t.binder); err != nil {
+		b := t.binder
+		b.validated = req.argumentsValidated()
+		if err := req.bindValue(req.Arguments, reflect.ValueOf(&call.in).Elem(), t.in, b); err != nil {
 			return nil, err
 		}
 		out, err := handler(ctx, req, call.in)
@@ -162,13 +164,20 @@ type structuredOutput struct {
 // appendJSON appends the encoding of s: compact, pure-ASCII JSON text, as
 // marshalJSON produces.
 func (s *structuredOutput) appendJSON(dst []byte) ([]byte, error) {
+	return s.appendJSONReusing(dst, nil)
+}
+
+// appendJSONReusing is appendJSON, with the encoding of a string already in
+// dst to copy where a field of the structured content has its text (see
+// typePlan.appendJSONReusing); known may be nil.
+func (s *structuredOutput) appendJSONReusing(dst []byte, known *encodedString) ([]byte, error) {
 	if s.encoded != nil {
 		return append(dst, s.encoded...), nil
 	}
 	if s.v.Kind() == reflect.Map && s.v.IsNil() {
 		return append(dst, "{}"...), nil // an object, as outputSchema promises
 	}
-	return s.plan.appendJSON(dst, s.v)
+	return s.plan.appendJSONReusing(dst, s.v, known)
 }
 
 // sizeHint estimates the length of s's encoding, generously.

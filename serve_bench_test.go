@@ -34,48 +34,78 @@ func benchRoundTrip(b *testing.B, d Dispatcher, size, window int) {
 // benchRoundTripLine pipelines request, whose fixed-width string id
 // "0000000000" it numbers, through Serve.
 func benchRoundTripLine(b *testing.B, d Dispatcher, window int, request string) {
+	p := startServePipe(b, d)
+	b.SetBytes(int64(len(request) + 1))
+	b.ReportAllocs()
+	b.ResetTimer()
+	p.run(b, b.N, window, request, "")
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
+	p.close(b)
+}
+
+// servePipe is a Serve of a dispatcher over io.Pipe, driven by run.
+type servePipe struct {
+	in   *io.PipeWriter
+	out  *bufio.Reader
+	done chan error
+	line []byte // run's request, reused
+	sent int    // requests sent so far, numbering their ids
+}
+
+func startServePipe(b *testing.B, d Dispatcher) *servePipe {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	done := make(chan error, 1)
+	p := &servePipe{in: inW, out: bufio.NewReaderSize(outR, 128<<10), done: make(chan error, 1)}
 	go func() {
-		done <- Serve(context.Background(), d, Options{Input: inR, Output: outW, Logger: quietLogger()})
+		p.done <- Serve(context.Background(), d, Options{Input: inR, Output: outW, Logger: quietLogger()})
 		outW.Close()
 	}()
-	line := []byte(request + "\n")
-	idAt := strings.Index(string(line), "0000000000")
+	return p
+}
+
+// run pipelines n copies of request, whose fixed-width string id
+// "0000000000" it numbers, keeping window outstanding, and reads their n
+// answers. When want is set, the first answer must contain it.
+func (p *servePipe) run(b *testing.B, n, window int, request, want string) {
+	p.line = append(append(p.line[:0], request...), '\n')
+	idAt := strings.Index(request, "0000000000")
 	sendErr := make(chan error, 1)
 	credits := make(chan struct{}, window)
 	for range window {
 		credits <- struct{}{}
 	}
-	b.SetBytes(int64(len(line)))
-	b.ReportAllocs()
-	b.ResetTimer()
 	go func() {
-		for i := range b.N {
+		for range n {
 			<-credits
-			putDigits(line[idAt:idAt+10], i)
-			if _, err := inW.Write(line); err != nil {
+			p.sent++
+			putDigits(p.line[idAt:idAt+10], p.sent)
+			if _, err := p.in.Write(p.line); err != nil {
 				sendErr <- err
 				return
 			}
 		}
 		sendErr <- nil
 	}()
-	br := bufio.NewReaderSize(outR, 128<<10)
-	for range b.N {
-		if _, err := br.ReadSlice('\n'); err != nil {
+	for i := range n {
+		answer, err := p.out.ReadSlice('\n')
+		if err != nil {
 			b.Fatalf("reading a response: %v", err)
+		}
+		if i == 0 && want != "" && !strings.Contains(string(answer), want) {
+			b.Fatalf("answer %s lacks %s", answer, want)
 		}
 		credits <- struct{}{}
 	}
-	b.StopTimer()
 	if err := <-sendErr; err != nil {
 		b.Fatal(err)
 	}
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
-	inW.Close()
-	if err := <-done; err != nil {
+}
+
+// close ends the input and waits for Serve to return.
+func (p *servePipe) close(b *testing.B) {
+	p.in.Close()
+	if err := <-p.done; err != nil {
 		b.Fatal(err)
 	}
 }

@@ -180,8 +180,10 @@ func (t *Transport) Serve(ctx context.Context) (err error) {
 	t.serving = true
 	t.mu.Unlock()
 
-	c := newCoordinator(ctx, t, t.newSource(), newFrameWriter(t.output, t.opts.WriteTimeout))
+	// Serving starts before the reader does: a caller that saw input being
+	// read must not be told that Serve has not started.
 	close(t.started)
+	c := newCoordinator(ctx, t, t.newSource(), newFrameWriter(t.output, t.opts.WriteTimeout))
 	defer func() {
 		c.shutdown()
 		if t.ownsExec {

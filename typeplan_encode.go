@@ -69,7 +69,7 @@ func (p *typePlan) appendJSON(dst []byte, v reflect.Value) ([]byte, error) {
 		}
 		return p.appendMap(dst, v)
 	case planStruct:
-		return p.appendStruct(dst, v)
+		return p.appendStruct(dst, v, nil)
 	case planPointer:
 		if v.IsNil() {
 			return append(dst, "null"...), nil
@@ -132,7 +132,31 @@ func (p *typePlan) appendMap(dst []byte, v reflect.Value) ([]byte, error) {
 	return append(dst, '}'), nil
 }
 
-func (p *typePlan) appendStruct(dst []byte, v reflect.Value) ([]byte, error) {
+// encodedString locates the encoding of text (appendJSONString's) in a
+// buffer being built: buf[start:end].
+type encodedString struct {
+	text       string
+	start, end int
+}
+
+// appendJSONReusing is appendJSON, except that where v is a struct (or
+// points to one) a string field whose text is known.text is copied from
+// known's encoding, dst[known.start:known.end], instead of being escaped
+// again: a typed tool's text content is often a field of its structured
+// content (Out's String() returns it). known may be nil.
+func (p *typePlan) appendJSONReusing(dst []byte, v reflect.Value, known *encodedString) ([]byte, error) {
+	for p.kind == planPointer && !p.marshalJSON && !p.marshalText && !v.IsNil() {
+		p, v = p.elem, v.Elem()
+	}
+	if p.kind != planStruct || p.marshalJSON || p.marshalText {
+		return p.appendJSON(dst, v)
+	}
+	return p.appendStruct(dst, v, known)
+}
+
+// appendStruct encodes the struct v; known, when set, is as for
+// appendJSONReusing.
+func (p *typePlan) appendStruct(dst []byte, v reflect.Value, known *encodedString) ([]byte, error) {
 	dst = append(dst, '{')
 	first := true
 	for i := range p.fields {
@@ -146,6 +170,10 @@ func (p *typePlan) appendStruct(dst []byte, v reflect.Value) ([]byte, error) {
 		}
 		first = false
 		dst = append(dst, f.quotedName...)
+		if known != nil && f.encodesAsString() && fv.String() == known.text {
+			dst = append(dst, dst[known.start:known.end]...)
+			continue
+		}
 		var err error
 		if dst, err = f.appendValue(dst, fv); err != nil {
 			return dst, err
@@ -176,6 +204,12 @@ func (f *fieldPlan) appendValue(dst []byte, fv reflect.Value) ([]byte, error) {
 	dst = append(dst, '"')
 	dst = append(dst, inner...)
 	return append(dst, '"'), nil
+}
+
+// encodesAsString reports whether f's value is encoded as appendJSONString
+// encodes its text: a string without the string option or a marshaler.
+func (f *fieldPlan) encodesAsString() bool {
+	return f.plan.kind == planString && !f.quoted && !f.plan.marshalJSON && !f.plan.marshalText
 }
 
 // fieldValue returns field f of struct v; ok is false when an embedded
@@ -251,8 +285,9 @@ func isJSONNumber(s string) bool {
 	return err == nil && end == len(s)
 }
 
-// sizeHint estimates, generously for text with few escapes, the length of
-// v's encoding, to size the buffer it is encoded into.
+// sizeHint estimates, generously for text with few escapes of ASCII
+// characters (non-ASCII ones are counted), the length of v's encoding, to
+// size the buffer it is encoded into.
 func (p *typePlan) sizeHint(v reflect.Value) int {
 	const slack = 16 // for a few escapes
 	if p.marshalJSON || p.marshalText {
@@ -262,7 +297,7 @@ func (p *typePlan) sizeHint(v reflect.Value) int {
 	case planBool, planInt, planUint, planFloat, planNumber:
 		return 24
 	case planString:
-		return v.Len() + 2 + slack
+		return v.Len() + 2 + slack + escapeGrowth(v.String())
 	case planBytes:
 		return base64.StdEncoding.EncodedLen(v.Len()) + 2
 	case planSlice, planArray:
