@@ -496,7 +496,7 @@ type inputRequiredResult struct {
 // reads the retry's inputResponses and verifies its requestState: -32602 when
 // inputResponses is not an object of objects, requestState is not a string,
 // or the state fails verification.
-func (rt *Runtime) startAsking(c *call, a *askState, subject string) *RPCError {
+func (rt *Runtime) startAsking(c *methodCall, a *askState, subject string) *RPCError {
 	a.enabled, a.method, a.subject = true, c.req.Method, subject
 	if c.era != eraStateless {
 		a.peer, a.timeout = c.req.Peer, rt.clientRequestTimeout
@@ -546,7 +546,7 @@ func inputResponsesParam(raw json.RawMessage) (map[string]json.RawMessage, *RPCE
 // question and a sealed requestState. ok is false (the caller answers as
 // usual) in the initialize era, for any other error, and when err also
 // holds an *RPCError, which takes precedence.
-func (rt *Runtime) inputRequired(c *call, a *askState, err error) (reply Reply, ok bool) {
+func (rt *Runtime) inputRequired(c *methodCall, a *askState, err error) (reply Reply, ok bool) {
 	if !a.stateless || !errors.Is(err, ErrInputRequired) {
 		return Reply{}, false
 	}

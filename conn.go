@@ -348,11 +348,11 @@ func (c *connection) inFlight(id string) bool {
 	return running || listening || len(c.held) > 0 && c.heldIndex(id) >= 0
 }
 
-// run is the job's work: it validates the envelope and dispatches the
+// execute is the job's work: it validates the envelope and dispatches the
 // message. It runs on an executor worker and touches no connection state:
 // the session and header are snapshots, kept in ex with env, and of ex it
 // writes only the worker's side. It returns nil: its result is ex.result.
-func (ex *execution) run(ctx context.Context) any {
+func (ex *execution) execute(ctx context.Context) any {
 	c := ex.conn
 	ex.peer = requestPeer{calls: c.calls, done: c.done, ex: ex}
 	ex.result = serveEnvelope(ctx, c.dispatcher, &ex.req, ex.env, ex.id, &ex.peer)

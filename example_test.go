@@ -84,3 +84,51 @@ func ExampleAddTypedTool() {
 	// {"content":[{"type":"text","text":"{\"sum\":3.5}"}],"structuredContent":{"sum":3.5},"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"demo","version":"1.0"}}}
 	// {"content":[{"type":"text","text":"Invalid arguments: \"numbers[1]\" must be a number"}],"isError":true,"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"demo","version":"1.0"}}}
 }
+
+// Testing a server of your own with no pipes and no subprocess: the
+// in-memory transport drives it as a client would, one message at a time.
+func ExampleNewMemoryTransport() {
+	rt, err := NewRuntime(RuntimeOptions{ServerInfo: Implementation{Name: "greeter", Version: "1.0.0"}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	type in struct {
+		Name string `json:"name"`
+	}
+	type out struct {
+		Greeting string `json:"greeting"`
+	}
+	err = AddTypedTool(rt, Tool{Name: "greet"}, func(ctx context.Context, req *HandlerRequest, args in) (out, error) {
+		return out{Greeting: "Hello, " + args.Name}, nil
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	tr, client, err := NewMemoryTransport(rt, Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	served := make(chan error, 1)
+	go func() { served <- tr.Serve(ctx) }()
+
+	client.Send(ctx, []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"greet","arguments":{"name":"Ada"},`+
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`))
+	answer, err := client.Receive(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	var res struct {
+		Result struct {
+			StructuredContent out `json:"structuredContent"`
+		} `json:"result"`
+	}
+	json.Unmarshal(answer, &res)
+	fmt.Println(res.Result.StructuredContent.Greeting)
+
+	client.Close() // end of input: Serve answers what it admitted and returns
+	fmt.Println(<-served)
+	// Output:
+	// Hello, Ada
+	// <nil>
+}

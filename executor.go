@@ -578,13 +578,13 @@ type job struct {
 // submits its own job records (see submit) may implement it on them, so its
 // work needs no closure.
 type jobWork interface {
-	run(ctx context.Context) any
+	execute(ctx context.Context) any
 }
 
 // workFunc is a work function as Submit takes it.
 type workFunc func(ctx context.Context) any
 
-func (f workFunc) run(ctx context.Context) any { return f(ctx) }
+func (f workFunc) execute(ctx context.Context) any { return f(ctx) }
 
 // admitLocked applies the admission rules to j and, when admitted, registers
 // it and either starts it (startNow; the caller must spawn its worker) or
@@ -784,7 +784,7 @@ func (e *Executor) runJob(j *job, inbox chan *job) (next *job, parked bool) {
 			go e.work(next)
 		}
 	}()
-	value := j.work.run(&j.ctx)
+	value := j.work.execute(&j.ctx)
 	returned = true
 	return e.finish(j, OutcomeCompleted, value, nil, inbox)
 }

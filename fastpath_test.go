@@ -108,7 +108,7 @@ func TestPlainToolResultMatchesEnvelopeReply(t *testing.T) {
 		{StructuredContent: structuredOf(repeating)},
 	}
 	for _, e := range []era{eraLegacy, eraStateless} {
-		c := &call{req: &Request{Method: "tools/call"}, dialectInfo: dialectInfo{era: e}}
+		c := &methodCall{req: &Request{Method: "tools/call"}, dialectInfo: dialectInfo{era: e}}
 		for _, res := range results {
 			size, ok := rt.plainToolResultSize(c, res)
 			if !ok {
@@ -133,7 +133,7 @@ func TestPlainToolResultMatchesEnvelopeReply(t *testing.T) {
 			}
 		}
 	}
-	c := &call{req: &Request{Method: "tools/call"}}
+	c := &methodCall{req: &Request{Method: "tools/call"}}
 	for _, res := range []*ToolResult{
 		{Content: []Content{ImageContent([]byte{1}, "image/png")}},
 		{Content: []Content{{Type: ContentText, Text: "x", Meta: json.RawMessage(`{}`)}}},

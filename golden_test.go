@@ -65,6 +65,8 @@ const goldenCursorKey = "golden-transcripts-cursor-key-32"
 // per-version filtering of Implementation shows), it has instructions, page
 // size 4 and a fixed cursor key. A transcript named shapes_* is served the
 // shapes catalog (golden_shapes_test.go) instead of the reference catalog.
+// Each transcript runs twice: over pipes, as the binary serves stdio, and
+// over the in-memory transport, whose frames must be the same.
 func TestGoldenTranscripts(t *testing.T) {
 	inputs, err := filepath.Glob(filepath.Join("testdata", "golden", "*.jsonl"))
 	if err != nil {
@@ -77,14 +79,71 @@ func TestGoldenTranscripts(t *testing.T) {
 		}
 		n++
 		name := strings.TrimSuffix(filepath.Base(in), ".jsonl")
-		t.Run(name, func(t *testing.T) { runGolden(t, in, strings.TrimSuffix(in, ".jsonl")+".out.jsonl") })
+		out := strings.TrimSuffix(in, ".jsonl") + ".out.jsonl"
+		t.Run(name, func(t *testing.T) { runGolden(t, in, out, newPipeGoldenServer) })
+		t.Run(name+"/memory", func(t *testing.T) { runGolden(t, in, out, newMemoryGoldenServer) })
 	}
 	if n == 0 {
 		t.Fatal("no golden transcripts found")
 	}
 }
 
-func runGolden(t *testing.T, inPath, outPath string) {
+// goldenServer is a server of golden transcripts: write hands it a line,
+// next returns the next frame it wrote (with its newline), end ends its
+// input and returns Serve's result.
+type goldenServer struct {
+	write func(line string)
+	next  func() (string, error)
+	end   func() error
+}
+
+// newPipeGoldenServer serves rt over io.Pipes, one request at a time.
+func newPipeGoldenServer(t *testing.T, rt *Runtime) goldenServer {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- Serve(context.Background(), rt, Options{Input: inR, Output: outW, MaxConcurrency: 1, Logger: quietLogger()})
+		outW.Close()
+	}()
+	frames := bufio.NewReader(outR)
+	return goldenServer{
+		write: func(line string) {
+			if _, err := io.WriteString(inW, line+"\n"); err != nil {
+				t.Fatal(err)
+			}
+		},
+		next: func() (string, error) { return frames.ReadString('\n') },
+		end: func() error {
+			inW.Close()
+			return <-done
+		},
+	}
+}
+
+// newMemoryGoldenServer serves rt over the in-memory transport, one request
+// at a time.
+func newMemoryGoldenServer(t *testing.T, rt *Runtime) goldenServer {
+	c, done := startMemory(t, rt, Options{MaxConcurrency: 1})
+	ctx := context.Background()
+	return goldenServer{
+		write: func(line string) {
+			if err := c.Send(ctx, []byte(line)); err != nil {
+				t.Fatal(err)
+			}
+		},
+		next: func() (string, error) {
+			m, err := c.Receive(ctx)
+			return string(m) + "\n", err
+		},
+		end: func() error {
+			c.Close()
+			return <-done
+		},
+	}
+}
+
+func runGolden(t *testing.T, inPath, outPath string, newServer func(*testing.T, *Runtime) goldenServer) {
 	input, err := os.ReadFile(inPath)
 	if err != nil {
 		t.Fatal(err)
@@ -94,14 +153,7 @@ func runGolden(t *testing.T, inPath, outPath string) {
 		register = registerShapesCatalog
 	}
 	rt := newGoldenRuntime(t, register)
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	done := make(chan error, 1)
-	go func() {
-		done <- Serve(context.Background(), rt, Options{Input: inR, Output: outW, MaxConcurrency: 1, Logger: quietLogger()})
-		outW.Close()
-	}()
-	frames := bufio.NewReader(outR)
+	srv := newServer(t, rt)
 	var got bytes.Buffer
 	var nextCursor string
 	for i, line := range strings.SplitAfter(strings.TrimSuffix(string(input), "\n"), "\n") {
@@ -115,11 +167,10 @@ func runGolden(t *testing.T, inPath, outPath string) {
 			}
 			line = strings.ReplaceAll(line, goldenNextCursor, nextCursor)
 		}
-		if _, err := io.WriteString(inW, line+"\n"+goldenSync+"\n"); err != nil {
-			t.Fatal(err)
-		}
+		srv.write(line)
+		srv.write(goldenSync)
 		for {
-			frame, err := frames.ReadString('\n')
+			frame, err := srv.next()
 			if err != nil {
 				t.Fatalf("after %q: %v", line, err)
 			}
@@ -132,8 +183,7 @@ func runGolden(t *testing.T, inPath, outPath string) {
 			}
 		}
 	}
-	inW.Close()
-	if err := <-done; err != nil {
+	if err := srv.end(); err != nil {
 		t.Fatalf("Serve: %v", err)
 	}
 	if *updateGolden {

@@ -192,7 +192,7 @@ func TestReplayBudgetBoundsTheGetStreamQueue(t *testing.T) {
 	}
 	frame := `{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`
 	var kept int64
-	waitUntil(t, "the changes to reach the session", func() bool {
+	eventually(t, "the changes to reach the session", func() bool {
 		sess.onOwner(t, func() {
 			checkReplayCounts(t, s.h, sess)
 			kept = sess.retained

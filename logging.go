@@ -17,7 +17,7 @@ func logSeverity(level string) int { return slices.Index(logLevels, level) }
 
 // setLogLevel answers logging/setLevel (initialize era): the transport
 // records the level as the connection's before writing the {} reply.
-func (rt *Runtime) setLogLevel(c *call) Reply {
+func (rt *Runtime) setLogLevel(c *methodCall) Reply {
 	level, ok := decodeString(c.params.get("level"))
 	if !ok || logSeverity(level) < 0 {
 		return Reply{Error: invalidParams("Invalid params: level must be one of debug, info, notice, warning, error, critical, alert, emergency")}
@@ -29,7 +29,7 @@ func (rt *Runtime) setLogLevel(c *call) Reply {
 // at, or "" when none are: the 2026 request's own _meta logLevel; in the
 // initialize era the connection's level from logging/setLevel, else the
 // runtime's default.
-func (rt *Runtime) logThreshold(c *call) string {
+func (rt *Runtime) logThreshold(c *methodCall) string {
 	switch c.era {
 	case eraStateless:
 		return c.logLevel

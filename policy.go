@@ -54,7 +54,7 @@ const CodeAccessDenied = -32003
 
 // checkAccess asks the policy about item for c's principal: nil when
 // allowed (or when there is no policy), else the error to answer.
-func (rt *Runtime) checkAccess(c *call, item CatalogItem) *RPCError {
+func (rt *Runtime) checkAccess(c *methodCall, item CatalogItem) *RPCError {
 	if rt.policy == nil {
 		return nil
 	}
@@ -82,6 +82,6 @@ func (e *templateEntry) item() CatalogItem {
 }
 
 // visible reports whether the policy lets c's principal see item in a list.
-func (rt *Runtime) visible(c *call, item CatalogItem) bool {
+func (rt *Runtime) visible(c *methodCall, item CatalogItem) bool {
 	return rt.policy == nil || rt.policy(c.principal, item) == nil
 }

@@ -228,9 +228,9 @@ func cloneImplementation(i Implementation) Implementation {
 // ProtocolVersions returns the enabled protocol versions in preference order.
 func (rt *Runtime) ProtocolVersions() []string { return slices.Clone(rt.versions) }
 
-// call is one request being dispatched: the transport's request, its params
+// methodCall is one request being dispatched: the transport's request, its params
 // decoded one level deep, and what dialect selection learned.
-type call struct {
+type methodCall struct {
 	rt     *Runtime
 	req    *Request
 	params paramsObject
@@ -242,7 +242,7 @@ type call struct {
 }
 
 // binding is what the cursors and requestStates issued to c are bound to.
-func (c *call) binding() string { return principalBinding(c.principal) }
+func (c *methodCall) binding() string { return principalBinding(c.principal) }
 
 // Dispatch serves one admitted message. Notifications (req.ID == nil) get an
 // empty Reply. For a request it selects the dialect (SPEC §7), then serves
@@ -255,7 +255,7 @@ func (rt *Runtime) Dispatch(ctx context.Context, req *Request) Reply {
 	}
 	// c is filled in place: its parts are large enough that copying them
 	// shows in the profile.
-	c := &call{rt: rt, req: req, principal: PrincipalFromContext(ctx)}
+	c := &methodCall{rt: rt, req: req, principal: PrincipalFromContext(ctx)}
 	if rerr := decodeParams(req, &c.params); rerr != nil {
 		return Reply{Error: rerr}
 	}
@@ -285,7 +285,7 @@ func (rt *Runtime) Dispatch(ctx context.Context, req *Request) Reply {
 }
 
 // serveCatalog serves the methods both dialects share.
-func (rt *Runtime) serveCatalog(ctx context.Context, c *call) Reply {
+func (rt *Runtime) serveCatalog(ctx context.Context, c *methodCall) Reply {
 	switch c.req.Method {
 	case "tools/list":
 		return rt.listTools(c)
@@ -476,7 +476,7 @@ func (req *Request) newHandlerRequest() *HandlerRequest {
 
 // handlerRequest starts the HandlerRequest of c. It sets the fields one by
 // one on the zero HandlerRequest: assigning a whole one would copy all of it.
-func (c *call) handlerRequest() *HandlerRequest {
+func (c *methodCall) handlerRequest() *HandlerRequest {
 	r := c.req.newHandlerRequest()
 	r.Method, r.ProtocolVersion = c.req.Method, c.version
 	r.ClientInfo, r.ClientCapabilities, r.Meta = c.clientInfo, c.clientCapabilities, c.meta
@@ -492,7 +492,7 @@ func (e *panicError) Error() string { return fmt.Sprintf("handler panicked: %v",
 
 // runHandler calls fn, turning a panic into a *panicError after logging it
 // with its stack.
-func runHandler[T any](rt *Runtime, c *call, subject string, fn func() (T, error)) (res T, err error) {
+func runHandler[T any](rt *Runtime, c *methodCall, subject string, fn func() (T, error)) (res T, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			rt.logger.Error("handler panicked", "method", c.req.Method, "subject", subject, "panic", v, "stack", string(debug.Stack()))
@@ -505,7 +505,7 @@ func runHandler[T any](rt *Runtime, c *call, subject string, fn func() (T, error
 // handlerErrorReply answers a handler's failure for methods whose failures are
 // JSON-RPC errors: an *RPCError is sent as is; anything else (a panic
 // included) is logged and answered -32603 "Internal error".
-func (rt *Runtime) handlerErrorReply(c *call, subject string, err error) Reply {
+func (rt *Runtime) handlerErrorReply(c *methodCall, subject string, err error) Reply {
 	if rerr, ok := errors.AsType[*RPCError](err); ok {
 		return Reply{Error: rerr}
 	}
@@ -517,7 +517,7 @@ func (rt *Runtime) handlerErrorReply(c *call, subject string, err error) Reply {
 }
 
 // resultReply encodes v. A failure to encode is logged and answered -32603.
-func (rt *Runtime) resultReply(c *call, v any) Reply {
+func (rt *Runtime) resultReply(c *methodCall, v any) Reply {
 	b, err := marshalJSON(v)
 	if err != nil {
 		rt.logger.Error("encoding a result failed", "method", c.req.Method, "err", err)
@@ -530,7 +530,7 @@ func (rt *Runtime) resultReply(c *call, v any) Reply {
 // handler's _meta in the legacy era; in 2026 resultType "complete", _meta
 // with serverInfo merged into the handler's _meta, and for a cacheable
 // result ttlMs and cacheScope. handlerMeta, when set, must be a JSON object.
-func (rt *Runtime) envelope(c *call, cacheable bool, handlerMeta json.RawMessage) (resultEnvelope, error) {
+func (rt *Runtime) envelope(c *methodCall, cacheable bool, handlerMeta json.RawMessage) (resultEnvelope, error) {
 	if c.era != eraStateless {
 		if len(handlerMeta) > 0 && !isJSONObject(handlerMeta) {
 			return resultEnvelope{}, errors.New("result _meta is not a JSON object")
@@ -559,7 +559,7 @@ func (rt *Runtime) envelope(c *call, cacheable bool, handlerMeta json.RawMessage
 
 // envelopeReply builds the envelope of c and hands it to build, which returns
 // the complete result to encode.
-func (rt *Runtime) envelopeReply(c *call, cacheable bool, handlerMeta json.RawMessage, build func(resultEnvelope) any) Reply {
+func (rt *Runtime) envelopeReply(c *methodCall, cacheable bool, handlerMeta json.RawMessage, build func(resultEnvelope) any) Reply {
 	env, err := rt.envelope(c, cacheable, handlerMeta)
 	if err != nil {
 		rt.logger.Error("building a result failed", "method", c.req.Method, "err", err)

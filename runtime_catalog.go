@@ -98,7 +98,7 @@ func isToolName(name string) bool {
 // With requireEntries, an empty list means the method is not served. With a
 // Policy, the entries c's principal may not see (item describes each to it)
 // are left out before paging.
-func listPage[E, T any](rt *Runtime, c *call, ix *index[E], kind listKind, requireEntries bool, item func(E) CatalogItem, convert func(E) T) ([]T, string, *RPCError) {
+func listPage[E, T any](rt *Runtime, c *methodCall, ix *index[E], kind listKind, requireEntries bool, item func(E) CatalogItem, convert func(E) T) ([]T, string, *RPCError) {
 	rt.mu.RLock()
 	list, generation := ix.snapshot()
 	rt.mu.RUnlock()

@@ -110,7 +110,7 @@ type listPromptsResult struct {
 	resultEnvelope
 }
 
-func (rt *Runtime) listPrompts(c *call) Reply {
+func (rt *Runtime) listPrompts(c *methodCall) Reply {
 	d := dialectOf(c.version)
 	prompts, next, rerr := listPage(rt, c, &rt.cat.prompts, listPrompts, true, (*promptEntry).item, func(e *promptEntry) Prompt {
 		return d.prompt(e.prompt)
@@ -135,7 +135,7 @@ type missingArgumentsData struct {
 	Missing []string `json:"missing"`
 }
 
-func (rt *Runtime) getPrompt(ctx context.Context, c *call) Reply {
+func (rt *Runtime) getPrompt(ctx context.Context, c *methodCall) Reply {
 	rt.mu.RLock()
 	registered := len(rt.cat.prompts.list) > 0
 	rt.mu.RUnlock()
@@ -355,7 +355,7 @@ type completionJSON struct {
 	HasMore bool     `json:"hasMore,omitempty"`
 }
 
-func (rt *Runtime) complete(ctx context.Context, c *call) Reply {
+func (rt *Runtime) complete(ctx context.Context, c *methodCall) Reply {
 	rt.mu.RLock()
 	registered := rt.cat.completers > 0
 	rt.mu.RUnlock()
@@ -416,7 +416,7 @@ func readCompleteParams(raw json.RawMessage) (*completeParams, *RPCError) {
 // argument exists but has none. It sets req.Name or req.URI from the ref.
 // The prompt or template referenced must be one c's principal may use
 // (checked before the argument).
-func (rt *Runtime) findCompleter(c *call, p *completeParams, req *HandlerRequest) (CompletionHandler, *RPCError) {
+func (rt *Runtime) findCompleter(c *methodCall, p *completeParams, req *HandlerRequest) (CompletionHandler, *RPCError) {
 	arg := *p.Argument.Name
 	if *p.Ref.Type == "ref/prompt" {
 		req.Name = *p.Ref.Name

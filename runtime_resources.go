@@ -195,7 +195,7 @@ func (rt *Runtime) servesResources() bool {
 	return len(rt.cat.resources.list) > 0 || len(rt.cat.templates.list) > 0
 }
 
-func (rt *Runtime) listResources(c *call) Reply {
+func (rt *Runtime) listResources(c *methodCall) Reply {
 	if !rt.servesResources() {
 		return Reply{Error: methodNotFound(c.req.Method)}
 	}
@@ -211,7 +211,7 @@ func (rt *Runtime) listResources(c *call) Reply {
 	})
 }
 
-func (rt *Runtime) listResourceTemplates(c *call) Reply {
+func (rt *Runtime) listResourceTemplates(c *methodCall) Reply {
 	if !rt.servesResources() {
 		return Reply{Error: methodNotFound(c.req.Method)}
 	}
@@ -232,7 +232,7 @@ type readResourceResult struct {
 	resultEnvelope
 }
 
-func (rt *Runtime) readResource(ctx context.Context, c *call) Reply {
+func (rt *Runtime) readResource(ctx context.Context, c *methodCall) Reply {
 	if !rt.servesResources() {
 		return Reply{Error: methodNotFound(c.req.Method)}
 	}
@@ -302,7 +302,7 @@ func (rt *Runtime) findResource(uri string) (ResourceHandler, map[string]string,
 
 // resourceNotFound is the dialect's error for an unknown URI: -32002 in the
 // legacy era, -32602 in 2026-07-28, both with data {"uri": uri}.
-func resourceNotFound(c *call, uri string) *RPCError {
+func resourceNotFound(c *methodCall, uri string) *RPCError {
 	code := CodeResourceNotFound
 	if c.era == eraStateless {
 		code = CodeInvalidParams

@@ -161,7 +161,7 @@ type listToolsResult struct {
 	resultEnvelope
 }
 
-func (rt *Runtime) listTools(c *call) Reply {
+func (rt *Runtime) listTools(c *methodCall) Reply {
 	d := dialectOf(c.version)
 	tools, next, rerr := listPage(rt, c, &rt.cat.tools, listTools, true, (*toolEntry).item, func(e *toolEntry) Tool {
 		return d.tool(e.tool)
@@ -181,7 +181,7 @@ type callToolResult struct {
 	resultEnvelope
 }
 
-func (rt *Runtime) callTool(ctx context.Context, c *call) Reply {
+func (rt *Runtime) callTool(ctx context.Context, c *methodCall) Reply {
 	rt.mu.RLock()
 	registered := len(rt.cat.tools.list) > 0
 	// A registered name sent without escapes is found without decoding it.
@@ -241,7 +241,7 @@ func (rt *Runtime) callTool(ctx context.Context, c *call) Reply {
 
 // toolCallReply answers the call c of a tool whose handler (with request req)
 // returned res and err.
-func (rt *Runtime) toolCallReply(c *call, req *HandlerRequest, res *ToolResult, err error) Reply {
+func (rt *Runtime) toolCallReply(c *methodCall, req *HandlerRequest, res *ToolResult, err error) Reply {
 	name := req.Name
 	if err != nil {
 		if reply, ok := rt.inputRequired(c, &req.ask, err); ok {
@@ -258,7 +258,7 @@ func (rt *Runtime) toolCallReply(c *call, req *HandlerRequest, res *ToolResult, 
 	return rt.toolResultReply(c, res)
 }
 
-func (rt *Runtime) toolResultReply(c *call, res *ToolResult) Reply {
+func (rt *Runtime) toolResultReply(c *methodCall, res *ToolResult) Reply {
 	if res == nil {
 		res = &ToolResult{}
 	}
@@ -338,7 +338,7 @@ func missingKeys[V any](present map[string]V, required []string) []string {
 // unless the text needs more than a few escapes, plainToolResultSize bytes
 // at most. It fails only when a typed tool's structured content does not
 // encode.
-func (rt *Runtime) appendPlainToolResult(dst []byte, c *call, res *ToolResult) ([]byte, error) {
+func (rt *Runtime) appendPlainToolResult(dst []byte, c *methodCall, res *ToolResult) ([]byte, error) {
 	dst = append(dst, `{"content":[`...)
 	var first encodedString // the first block's text, which structured content often repeats
 	for i, block := range res.Content {
@@ -382,7 +382,7 @@ func (rt *Runtime) appendPlainToolResult(dst []byte, c *call, res *ToolResult) (
 // typedTool.result), and no handler _meta. If so it returns how many bytes
 // the encoding takes at most when each block's text needs no more than a few
 // escapes of ASCII characters (its non-ASCII characters are counted).
-func (rt *Runtime) plainToolResultSize(c *call, res *ToolResult) (int, bool) {
+func (rt *Runtime) plainToolResultSize(c *methodCall, res *ToolResult) (int, bool) {
 	if res.Meta != nil {
 		return 0, false
 	}

@@ -109,7 +109,7 @@ func TestStressHTTPListenStreams(t *testing.T) {
 	}
 	wg.Wait()
 	s.h.CloseStreams()
-	waitUntil(t, "the ended streams to give their places back", func() bool {
+	eventually(t, "the ended streams to give their places back", func() bool {
 		s.h.listens.mu.Lock()
 		defer s.h.listens.mu.Unlock()
 		return s.h.listens.used == 0

@@ -118,7 +118,7 @@ func (rt *Runtime) NotifyResourceUpdated(uri string) {
 // subscribeResource answers resources/subscribe and resources/unsubscribe
 // (initialize era): the transport keeps the connection's set of URIs, and
 // refuses a subscription over its limit (see coordinator.admitSubscribe).
-func (rt *Runtime) subscribeResource(c *call, subscribe bool) Reply {
+func (rt *Runtime) subscribeResource(c *methodCall, subscribe bool) Reply {
 	uri, ok := decodeString(c.params.uri)
 	if !ok || uri == "" {
 		return Reply{Error: invalidParams("Invalid params: " + c.req.Method + " requires a string uri")}
@@ -187,7 +187,7 @@ func decodeListenRequest(raw json.RawMessage) (listenRequest, *RPCError) {
 
 // listen answers subscriptions/listen (2026): the honoured subset of what
 // was asked, which the transport acknowledges and then serves.
-func (rt *Runtime) listen(ctx context.Context, c *call) Reply {
+func (rt *Runtime) listen(ctx context.Context, c *methodCall) Reply {
 	raw, ok := c.params.lookup("notifications")
 	if !ok || !isJSONObject(raw) {
 		return Reply{Error: invalidParams("Invalid params: subscriptions/listen requires a notifications object")}

@@ -188,7 +188,7 @@ func newTaskID() string {
 // connection or HTTP session the request arrived on; a 2026-07-28 request
 // over HTTP without authorization belongs to no one and gets "", so its
 // tasks are reached by their unguessable ID alone.
-func taskOwner(ctx context.Context, c *call) string {
+func taskOwner(ctx context.Context, c *methodCall) string {
 	if p := principalBinding(PrincipalFromContext(ctx)); p != "" {
 		return "principal:" + p
 	}
@@ -202,7 +202,7 @@ func taskOwner(ctx context.Context, c *call) string {
 // the 2026 _meta clientCapabilities, or in the initialize era in the
 // connection's initialize capabilities or the request's own _meta
 // clientCapabilities.
-func tasksDeclared(c *call) bool {
+func tasksDeclared(c *methodCall) bool {
 	if declaresTasks(c.clientCapabilities) {
 		return true
 	}
@@ -279,7 +279,7 @@ func detailedTask(rec *TaskRecord, bare bool) taskWire {
 
 // taskReply answers c with rec: its CreateTaskResult (resultType "task",
 // no payload) or its tasks/get result ("complete").
-func (rt *Runtime) taskReply(c *call, rec *TaskRecord, resultType string) Reply {
+func (rt *Runtime) taskReply(c *methodCall, rec *TaskRecord, resultType string) Reply {
 	w := detailedTask(rec, resultType == resultTypeTask)
 	w.ResultType = resultType
 	if c.era == eraStateless {
@@ -303,7 +303,7 @@ func (rt *Runtime) servesTasks() bool {
 }
 
 // serveTasks answers tasks/get, tasks/update and tasks/cancel.
-func (rt *Runtime) serveTasks(ctx context.Context, c *call) Reply {
+func (rt *Runtime) serveTasks(ctx context.Context, c *methodCall) Reply {
 	if !rt.servesTasks() {
 		return Reply{Error: methodNotFound(c.req.Method)}
 	}
@@ -345,7 +345,7 @@ func (rt *Runtime) serveTasks(ctx context.Context, c *call) Reply {
 // visible returns task id's record when request c may see it; -32602 "Task
 // not found" when there is no such task or it belongs to someone else, so
 // that the two cannot be told apart.
-func (m *taskManager) visible(ctx context.Context, c *call, id string) (*TaskRecord, *RPCError) {
+func (m *taskManager) visible(ctx context.Context, c *methodCall, id string) (*TaskRecord, *RPCError) {
 	if len(id) > maxTaskIDBytes {
 		return nil, errTaskNotFound()
 	}
@@ -364,7 +364,7 @@ func (m *taskManager) visible(ctx context.Context, c *call, id string) (*TaskRec
 
 // poll answers tasks/get: the record, unless the task is polled faster than
 // its rate limit allows.
-func (m *taskManager) poll(ctx context.Context, c *call, id string) (*TaskRecord, *RPCError) {
+func (m *taskManager) poll(ctx context.Context, c *methodCall, id string) (*TaskRecord, *RPCError) {
 	rec, rerr := m.visible(ctx, c, id)
 	if rerr != nil {
 		return nil, rerr
@@ -384,7 +384,7 @@ func (m *taskManager) poll(ctx context.Context, c *call, id string) (*TaskRecord
 // shape checked against the question's method: -32602 and nothing applied
 // when one does not fit); answers for other keys (never asked, answered
 // already) are ignored. Once no question is left the task is working again.
-func (m *taskManager) respond(ctx context.Context, c *call, id string, responses map[string]json.RawMessage) *RPCError {
+func (m *taskManager) respond(ctx context.Context, c *methodCall, id string, responses map[string]json.RawMessage) *RPCError {
 	if _, rerr := m.visible(ctx, c, id); rerr != nil {
 		return rerr
 	}
@@ -418,7 +418,7 @@ func (m *taskManager) respond(ctx context.Context, c *call, id string, responses
 // cancelByClient answers tasks/cancel: a task still running is cancelled at
 // once (its status is cancelled from now on, and its handler's context is
 // cancelled through the store's watch); a finished one is left as it is.
-func (m *taskManager) cancelByClient(ctx context.Context, c *call, id string) *RPCError {
+func (m *taskManager) cancelByClient(ctx context.Context, c *methodCall, id string) *RPCError {
 	if _, rerr := m.visible(ctx, c, id); rerr != nil {
 		return rerr
 	}

@@ -54,7 +54,7 @@ type taskOutcome struct {
 // starts and read-only afterwards.
 type taskRun struct {
 	rt      *Runtime
-	c       *call
+	c       *methodCall
 	req     *HandlerRequest
 	entry   *toolEntry
 	reqCtx  context.Context         // the request's context
@@ -80,7 +80,7 @@ type taskRun struct {
 // with req ready for its handler. It returns the handler's answer, or the
 // CreateTaskResult once the call became a task, or an error when it had to
 // become one before its handler started and could not.
-func (rt *Runtime) runTaskCall(ctx context.Context, c *call, entry *toolEntry, req *HandlerRequest) Reply {
+func (rt *Runtime) runTaskCall(ctx context.Context, c *methodCall, entry *toolEntry, req *HandlerRequest) Reply {
 	kept := *c // the task outlives the request; c itself stays off the heap for every other call
 	t := &taskRun{
 		rt: rt, c: &kept, req: req, entry: entry, reqCtx: ctx, owner: taskOwner(ctx, c),
@@ -560,7 +560,7 @@ func (m *taskManager) complete(t *taskRun, res *ToolResult, err error) {
 // tools/call: what the call would have answered, with resultType "complete"
 // in both eras (the extension's clients check it), or the -32603 error an
 // unencodable result is answered with.
-func (rt *Runtime) taskResult(c *call, res *ToolResult) (json.RawMessage, *RPCError) {
+func (rt *Runtime) taskResult(c *methodCall, res *ToolResult) (json.RawMessage, *RPCError) {
 	if c.era == eraStateless {
 		reply := rt.toolResultReply(c, res)
 		return reply.Result, reply.Error

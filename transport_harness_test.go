@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -176,21 +175,6 @@ func waitFor[T any](t *testing.T, ch <-chan T, what string) T {
 	case <-time.After(safetyTimeout):
 		t.Fatalf("timed out waiting for %s", what)
 		panic("unreachable")
-	}
-}
-
-// waitUntil polls cond, yielding between calls, until it holds: for state
-// that other goroutines reach in their own time and announce on no channel.
-// A cond that never holds fails the test after safetyTimeout instead of
-// hanging it.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(safetyTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		runtime.Gosched()
 	}
 }
 
