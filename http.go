@@ -539,7 +539,12 @@ func requestHeader(r *http.Request) map[string]string {
 }
 
 // statelessStatus is the HTTP status of a 2026-07-28 response whose error
-// code is code.
+// code is code: the one table of where HTTP answers a JSON-RPC outcome
+// differently from stdio. Every other answer of the connection core is sent
+// 200 (a session's, whatever it holds, as the initialize-era transport says)
+// or 202 (a notification's, a response's); the statuses of HTTP's own
+// refusals (403, 404, 405, 406, 409, 413, 415, 503) are the handler's, before
+// a message reaches a connection.
 func statelessStatus(code int) int {
 	switch code {
 	case CodeMethodNotFound:
