@@ -23,6 +23,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"sync/atomic"
 	"time"
 )
 
@@ -149,6 +150,9 @@ type execution struct {
 	// live is true from its admission until it is answered, cancelled or
 	// timed out.
 	live bool
+	// ended is set with live false, for the request's Peer to tell from
+	// its own goroutine (see requestPeer).
+	ended atomic.Bool
 	// gates is set on an admitted initialize request: until its outcome is
 	// recorded, later messages are held.
 	gates bool
@@ -478,6 +482,7 @@ func (c *connection) admitSubscribe(uri string) *RPCError {
 // and its server-to-client requests still waiting fail at once.
 func (c *connection) forget(ex *execution) {
 	ex.live = false
+	ex.ended.Store(true)
 	if ex.gates {
 		c.initializing--
 	}

@@ -88,8 +88,9 @@ func (r *Request) paramsValidated() bool {
 }
 
 // Peer is a running request's link to the client, provided by the transport.
-// Its methods are safe for concurrent use and fail once the request has been
-// answered, cancelled or timed out, or the connection has ended.
+// Its methods are safe for concurrent use and fail, on every transport alike,
+// with ErrRequestEnded once the request has been answered, cancelled or timed
+// out, and with ErrClosed when the connection ended while the request ran.
 type Peer interface {
 	// Notify writes a server-to-client notification as part of this
 	// request's output, so it precedes the request's response. params is a

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -152,4 +153,27 @@ func TestHTTPDeleteRacesSubmission(t *testing.T) {
 		}
 	}
 	logged.check(t)
+}
+
+// A Peer whose request has ended refuses with ErrRequestEnded over HTTP as
+// on stdio, in a session and in a 2026 request alike.
+func TestHTTPPeerAfterRequestEnded(t *testing.T) {
+	rt := newTestRuntime(t, testOptions())
+	peers := make(chan Peer, 2)
+	if err := rt.AddTool(Tool{Name: "stash"}, func(ctx context.Context, req *HandlerRequest) (*ToolResult, error) {
+		peers <- req.peer
+		return TextResult("stashed"), nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	s := newHTTPTestServer(t, rt, HTTPOptions{Logger: quietLogger()})
+	h := s.legacySession(ProtocolVersion20251125, `{}`)
+	readBody(t, s.post(h, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"stash"}}`))
+	readBody(t, s.post(stateless("tools/call", "stash"), toolCall("2", "stash", meta2026With(""))))
+	for _, era := range []string{"session", "2026"} {
+		peer := waitFor(t, peers, "a handler")
+		if err := peer.Notify(context.Background(), "notifications/late", nil); !errors.Is(err, ErrRequestEnded) {
+			t.Errorf("%s: Notify after the request ended = %v, want ErrRequestEnded", era, err)
+		}
+	}
 }

@@ -38,13 +38,13 @@ type eventStream struct {
 	// does (its client left, or a GET stream nobody opened yet). handed is
 	// the last event handed to writer, sent the last one any connection
 	// wrote.
-	writer         *streamWriter
-	handed, sent   uint64
-	acks           []streamAck // replies owed once an event is written, oldest first
-	standalone     bool        // the session's GET stream, which never ends by itself
-	retry          time.Duration
-	lastChanged    time.Time
-	exchangeClosed bool // its POST's response ended (resumed elsewhere, or its client left)
+	writer       *streamWriter
+	handed, sent uint64
+	acks         []streamAck // replies owed once an event is written, oldest first
+	standalone   bool        // the session's GET stream, which never ends by itself
+	// retry is the reconnection delay its priming events announce (0:
+	// the stream has none, before 2025-11-25).
+	retry time.Duration
 }
 
 // streamAck is a reply owed to a Peer call once event seq is written.

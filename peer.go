@@ -18,9 +18,11 @@ var ErrNoClientInput = errors.New("mcpstdio: client input ended; no response can
 
 // requestPeer is the Peer of one running request. It only passes calls to
 // the owner of the request's connection, which decides, in its own goroutine,
-// whether the request is still live: a call made after the request ended
-// fails with ErrRequestEnded while the connection serves, with ErrClosed once
-// it has ended (on every transport alike).
+// whether the request is still live. On every transport alike, a call made
+// after the request was answered, cancelled or timed out fails with
+// ErrRequestEnded, and one that finds the connection ended while the
+// request was still running (the output failed, Serve's context ended, the
+// HTTP session ended) fails with ErrClosed.
 type requestPeer struct {
 	calls chan<- *peerCall
 	done  <-chan struct{} // closed when the connection ends
@@ -63,13 +65,16 @@ func (p *requestPeer) Request(ctx context.Context, method string, params json.Ra
 }
 
 func (p *requestPeer) call(ctx context.Context, call *peerCall) (json.RawMessage, error) {
+	if p.ex.ended.Load() {
+		return nil, ErrRequestEnded
+	}
 	call.reply = make(chan peerReply, 1)
 	select {
 	case p.calls <- call:
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	case <-p.done:
-		return nil, ErrClosed
+		return nil, p.closedError()
 	}
 	select {
 	case r := <-call.reply:
@@ -77,8 +82,18 @@ func (p *requestPeer) call(ctx context.Context, call *peerCall) (json.RawMessage
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	case <-p.done:
-		return nil, ErrClosed
+		return nil, p.closedError()
 	}
+}
+
+// closedError is a call's error once the connection ended: ErrRequestEnded
+// when the request had ended before, ErrClosed when the end of the
+// connection cut it.
+func (p *requestPeer) closedError() error {
+	if p.ex.ended.Load() {
+		return ErrRequestEnded
+	}
+	return ErrClosed
 }
 
 // isObjectParams reports whether params is nil or a valid JSON object: any

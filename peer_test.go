@@ -252,7 +252,8 @@ func TestPeerNotify(t *testing.T) {
 }
 
 // Once its request has been answered or cancelled, a Peer refuses with
-// ErrRequestEnded and writes nothing; once Serve has returned, with ErrClosed.
+// ErrRequestEnded and writes nothing, also once Serve has returned (ErrClosed
+// is for a request the end of the connection cut).
 func TestPeerAfterRequestEnded(t *testing.T) {
 	tests := []struct {
 		name string
@@ -299,11 +300,11 @@ func TestPeerAfterRequestEnded(t *testing.T) {
 			}
 			h.sync()
 			h.noFramesLeft()
-			if err := returnsWithin(t, "Peer.Notify", notify); !errors.Is(err, ErrClosed) {
-				t.Errorf("Notify after Serve returned = %v, want ErrClosed", err)
+			if err := returnsWithin(t, "Peer.Notify", notify); !errors.Is(err, ErrRequestEnded) {
+				t.Errorf("Notify after Serve returned = %v, want ErrRequestEnded", err)
 			}
-			if err := returnsWithin(t, "Peer.Request", request); !errors.Is(err, ErrClosed) {
-				t.Errorf("Request after Serve returned = %v, want ErrClosed", err)
+			if err := returnsWithin(t, "Peer.Request", request); !errors.Is(err, ErrRequestEnded) {
+				t.Errorf("Request after Serve returned = %v, want ErrRequestEnded", err)
 			}
 		})
 	}
