@@ -130,10 +130,19 @@ type connection struct {
 // newConnection returns the connection cfg describes; its owner must call
 // close when it is done with it.
 func newConnection(cfg connConfig) *connection {
+	c := new(connection)
+	c.init(cfg)
+	return c
+}
+
+// init makes c, a zero connection that may be part of a larger record of its
+// owner's (an HTTP POST's), the connection cfg describes, as newConnection
+// does.
+func (c *connection) init(cfg connConfig) {
 	if cfg.calls == nil {
 		cfg.calls = make(chan *peerCall)
 	}
-	return &connection{connConfig: cfg, done: make(chan struct{})}
+	c.connConfig, c.done = cfg, make(chan struct{})
 }
 
 // execution is a message the connection admitted and waits for. It is also
