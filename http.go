@@ -15,6 +15,7 @@ package main
 //     can be resumed with Last-Event-ID (http_sse.go).
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -221,6 +222,9 @@ type HTTPHandler struct {
 	executor   *Executor
 	ownsExec   bool
 	auth       *authGate // nil without HTTPOptions.Auth
+	// fastPath is true when dispatcher is a fastPathDispatcher, which
+	// reads fewer request headers (see messageHeader).
+	fastPath bool
 
 	sessions  sessionTable
 	clients   clientTable  // of the POSTs, by key
@@ -252,6 +256,7 @@ func NewHTTPHandler(d Dispatcher, opts HTTPOptions) (*HTTPHandler, error) {
 		stopWatch:  func() {},
 		quit:       make(chan struct{}),
 	}
+	_, h.fastPath = d.(fastPathDispatcher)
 	if opts.Auth != nil {
 		gate, err := newAuthGate(opts.Auth)
 		if err != nil {
@@ -259,7 +264,7 @@ func NewHTTPHandler(d Dispatcher, opts HTTPOptions) (*HTTPHandler, error) {
 		}
 		h.auth = gate
 	}
-	h.sessions = sessionTable{max: opts.MaxSessions, perClient: httpClientShare(opts.MaxClientSessions, opts.MaxSessions), byID: make(map[string]*httpSession), byClient: make(map[string]int)}
+	h.sessions = sessionTable{max: opts.MaxSessions, perClient: httpClientShare(opts.MaxClientSessions, opts.MaxSessions), byID: make(map[string]*httpSession), byClient: make(map[clientName]int)}
 	h.replay = replayBudget{total: int64(opts.MaxReplayBytes), kept: make(map[*httpSession]int64)}
 	h.listens = clientQuota{perClient: opts.MaxSubscriptions, total: opts.MaxListenStreams, held: make(map[string]int)}
 	h.changes.boxes = make(map[*changeBox]struct{})
@@ -354,7 +359,7 @@ func httpErrorFrame(status int, message string) []byte {
 
 // writeJSONFrame answers status with one frame as application/json.
 func writeJSONFrame(w http.ResponseWriter, status int, frame []byte) {
-	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Type", mediaTypeJSON)
 	w.Header().Set("Content-Length", strconv.Itoa(len(frame)))
 	w.WriteHeader(status)
 	w.Write(frame)
@@ -388,8 +393,10 @@ func (h *HTTPHandler) allowedOrigin(origin string) bool {
 }
 
 func hostWithoutPort(hostport string) string {
-	if host, _, err := net.SplitHostPort(hostport); err == nil {
-		return host
+	if strings.Contains(hostport, ":") { // else SplitHostPort fails, at the cost of an error value
+		if host, _, err := net.SplitHostPort(hostport); err == nil {
+			return host
+		}
 	}
 	return strings.TrimSuffix(strings.TrimPrefix(hostport, "["), "]")
 }
@@ -411,7 +418,7 @@ func (h *HTTPHandler) servePost(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusNotAcceptable, "Not Acceptable: Accept must list application/json and text/event-stream")
 		return
 	}
-	client := h.clients.acquire(h.clientKey(r))
+	client := h.clients.acquire(h.clientName(r))
 	defer h.clients.release(client)
 	body, res, ok := h.readBody(w, r, client.client)
 	if !ok {
@@ -430,19 +437,22 @@ func (h *HTTPHandler) servePost(w http.ResponseWriter, r *http.Request) {
 		writeJSONFrame(w, http.StatusBadRequest, errorFrame("", errInvalidRequest))
 		return
 	}
-	msg := newPostedMessage(env)
+	// msg stays in this frame: the route that serves it copies it into the
+	// record it keeps for the POST.
+	var msg postedMessage
+	msg.read(env)
 	msg.size, msg.raw = len(body), body
 	msg.client, msg.res = client.client, res
-	if h.auth != nil && !h.auth.allowMessage(w, r, msg) {
+	if h.auth != nil && !h.auth.allowMessage(w, r, &msg) {
 		return
 	}
 	h.drain.beginExchange() // until it is answered: Shutdown waits for it
 	defer h.drain.endExchange()
 	if msg.stateless(r) {
-		h.serveStateless(w, r, msg)
+		h.serveStateless(w, r, &msg)
 		return
 	}
-	h.serveSessionPost(w, r, msg)
+	h.serveSessionPost(w, r, &msg)
 }
 
 // postedMessage is a decoded POST body and what routing reads of it.
@@ -454,32 +464,31 @@ type postedMessage struct {
 	res      *Reservation    // the body's bytes, which the job holds; nil: counted by size
 	method   string
 	methodOK bool
-	id       string // canonical id; "" when absent or untracked
-	tracked  bool
-	// metaVersion is params._meta's protocol version, "" when absent or
-	// not a string; hasMeta says whether it was present at all.
-	metaVersion string
+	// metaVersion is the JSON text of params._meta's protocol version, nil
+	// when absent; hasMeta says whether it is present.
+	metaVersion json.RawMessage
 	hasMeta     bool
 }
 
-func newPostedMessage(env envelope) *postedMessage {
-	m := &postedMessage{env: env}
+// read fills m from env, a decoded POST body.
+func (m *postedMessage) read(env envelope) {
+	m.env = env
 	m.method, m.methodOK = decodeMethod(env.method)
-	if env.id != nil {
-		m.id, m.tracked = canonicalID(env.id)
-		if !m.tracked {
-			m.id = ""
-		}
-	}
 	if env.params != nil && env.params[0] == '{' {
 		if meta, ok := lookupMember(env.params, "_meta"); ok && isJSONObject(meta) {
-			if v, ok := lookupMember(meta, metaKeyProtocolVersion); ok {
-				m.hasMeta = true
-				m.metaVersion, _ = decodeString(v)
-			}
+			m.metaVersion, m.hasMeta = lookupMember(meta, metaKeyProtocolVersion)
 		}
 	}
-	return m
+}
+
+// id returns the message's canonical id, "" when it has none or one that is
+// not tracked (SPEC §4): what an answer the transport writes itself echoes.
+func (m *postedMessage) id() string {
+	if m.env.id == nil {
+		return ""
+	}
+	id, _ := canonicalID(m.env.id)
+	return id
 }
 
 // isResponse reports whether the message is a response to a
@@ -522,8 +531,30 @@ func (m *postedMessage) stateless(r *http.Request) bool {
 	if r.Header.Get(headerSessionID) != "" || m.isResponse() || m.method == "initialize" {
 		return false
 	}
-	v := r.Header.Get(headerProtocolVersion)
+	v := r.Header.Get(httpHeaderProtocolVersion)
 	return v == "" || isStatelessVersion(v) || !isKnownProtocolVersion(v)
+}
+
+// messageHeader returns the Request.Header of msg, which r carried: every
+// header of r (requestHeader), except where no one reads them. A
+// fastPathDispatcher (the Runtime) reads only mcp-protocol-version, and only
+// for a request whose _meta names no version; in a session it then gets
+// what the connection synthesizes, the negotiated version, which is what
+// the request carries too (another is refused before) or what the
+// connection puts in its map. So a 2026 message whose _meta names its
+// version, and a session's message other than an initialize or a batch,
+// carry no copy of the headers for it: copying them was a tenth of the
+// allocations of a call.
+func (h *HTTPHandler) messageHeader(r *http.Request, msg *postedMessage, inSession bool) map[string]string {
+	if h.fastPath {
+		switch {
+		case !inSession && msg.hasMeta:
+			return nil
+		case inSession && msg.env.kind == kindObject && msg.method != methodInitialize:
+			return nil
+		}
+	}
+	return requestHeader(r)
 }
 
 // requestHeader returns the request's headers as a Request carries them:

@@ -111,7 +111,8 @@ func TestReplayBudgetPerSessionDropsEndedStreamsThenOldestEvents(t *testing.T) {
 	}
 
 	// A connection carrying the live stream, handed nothing yet.
-	w := newStreamWriter()
+	sw := newStreamWriter()
+	w := &sw
 	live.writer, w.stream = w, live
 	s.writers++
 

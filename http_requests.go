@@ -14,16 +14,18 @@ import (
 // serveSessionPost serves a POST of the initialize era: an initialize, which
 // starts a session, or a message of an existing session.
 func (h *HTTPHandler) serveSessionPost(w http.ResponseWriter, r *http.Request, msg *postedMessage) {
-	x := &httpExchange{streamWriter: newStreamWriter(), msg: msg, header: requestHeader(r), values: r.Context(), version: r.Header.Get(headerProtocolVersion)}
+	x := &httpExchange{streamWriter: newStreamWriter(), msg: *msg, header: h.messageHeader(r, msg, true), values: r.Context(), version: r.Header.Get(httpHeaderProtocolVersion)}
+	msg = &x.msg
 	var s *httpSession
 	if r.Header.Get(headerSessionID) == "" && msg.method == methodInitialize && msg.isRequest() {
 		delete(x.header, headerProtocolVersion) // initialize negotiates the version itself
 		if h.closing() {
-			writeJSONFrame(w, http.StatusOK, errorFrame(msg.id, errShuttingDown))
+			writeJSONFrame(w, http.StatusOK, errorFrame(msg.id(), errShuttingDown))
 			return
 		}
-		if s = h.startSession(x, principalBinding(PrincipalFromContext(r.Context())), h.sessionClientKey(r), h.clientKey(r)); s == nil {
-			writeJSONFrame(w, http.StatusServiceUnavailable, errorFrame(msg.id, errSessionCapacity))
+		client, _ := h.sessionClientName(r)
+		if s = h.startSession(x, principalBinding(PrincipalFromContext(r.Context())), client, h.clientName(r)); s == nil {
+			writeJSONFrame(w, http.StatusServiceUnavailable, errorFrame(msg.id(), errSessionCapacity))
 			return
 		}
 	} else if s = h.sessionFor(w, r); s == nil {
@@ -31,14 +33,15 @@ func (h *HTTPHandler) serveSessionPost(w http.ResponseWriter, r *http.Request, m
 	}
 	if h.closing() && msg.isRequest() {
 		w.Header().Set(headerSessionID, s.id)
-		writeJSONFrame(w, http.StatusOK, errorFrame(msg.id, errShuttingDown))
+		writeJSONFrame(w, http.StatusOK, errorFrame(msg.id(), errShuttingDown))
 		return
 	}
 	if !s.post(x) {
 		httpError(w, http.StatusNotFound, "Session not found")
 		return
 	}
-	s.serveWriter(x.streamWriter, newSSEWriter(w, h.opts.WriteTimeout), r.Context(), 0, x)
+	sse := newSSEWriter(w, h.opts.WriteTimeout)
+	s.serveWriter(&x.streamWriter, &sse, r.Context(), 0, x)
 }
 
 // sessionFor returns the session a request names, answering the request
@@ -78,7 +81,8 @@ func (h *HTTPHandler) serveGet(w http.ResponseWriter, r *http.Request) {
 	if s == nil {
 		return
 	}
-	g := getRequest{w: newStreamWriter(), lastEventID: r.Header.Get(headerLastEventID), version: r.Header.Get(headerProtocolVersion), reply: make(chan getVerdict, 1)}
+	writer := newStreamWriter()
+	g := getRequest{w: &writer, lastEventID: r.Header.Get(headerLastEventID), version: r.Header.Get(httpHeaderProtocolVersion), reply: make(chan getVerdict, 1)}
 	if !s.control(g) {
 		httpError(w, http.StatusNotFound, "Session not found")
 		return
@@ -95,7 +99,8 @@ func (h *HTTPHandler) serveGet(w http.ResponseWriter, r *http.Request) {
 		httpError(w, v.status, v.message)
 		return
 	}
-	sse := newSSEWriter(w, h.opts.WriteTimeout)
+	sseW := newSSEWriter(w, h.opts.WriteTimeout)
+	sse := &sseW
 	sse.start()
 	if !sse.flush() {
 		s.control(writerGone{w: g.w})

@@ -30,8 +30,8 @@ const maxSessionStreams = 64
 // before the loop starts and read-only after; the rest are owned by the loop.
 type httpSession struct {
 	id      string
-	owner   string // principalBinding of its creator ("" without authorization)
-	creator string // the client that created it, for MaxClientSessions
+	owner   string     // principalBinding of its creator ("" without authorization)
+	creator clientName // the client that created it, for MaxClientSessions
 	h       *HTTPHandler
 	posts   chan *httpExchange // messages POSTed to the session
 	ctl     chan any           // GETs, DELETEs and the reports of its writers (see onControl)
@@ -59,11 +59,12 @@ type httpSession struct {
 }
 
 // httpExchange is one POST being answered: the route of its message in the
-// session's connection. Its goroutine is a streamWriter; the fields below
-// are the owner's.
+// session's connection. Its goroutine is a streamWriter, held in the same
+// record (one allocation for the POST's parts); the fields below are the
+// owner's.
 type httpExchange struct {
-	*streamWriter
-	msg    *postedMessage
+	streamWriter
+	msg    postedMessage
 	header map[string]string
 	values context.Context
 	// version is the MCP-Protocol-Version the request carried, "" for none.
@@ -81,12 +82,12 @@ type httpExchange struct {
 func newSessionID() string { return rand.Text() }
 
 // startSession starts a session whose first message is the initialize x, for
-// the principal owner; its work counts against the executor client clientKey
-// names (HTTPOptions.ClientKey's, or the principal's), "" for a client of
-// its own; creator is the client that creates it. The caller then hands it
-// x. It returns nil when MaxSessions are live, or MaxClientSessions of the
-// creator's.
-func (h *HTTPHandler) startSession(x *httpExchange, owner, clientKey, creator string) *httpSession {
+// the principal owner; its work counts against the executor client
+// client names (HTTPOptions.ClientKey's, or the principal's), the zero name
+// for a client of its own; creator is the client that creates it. The
+// caller then hands it x. It returns nil when MaxSessions are live, or
+// MaxClientSessions of the creator's.
+func (h *HTTPHandler) startSession(x *httpExchange, owner string, client, creator clientName) *httpSession {
 	s := &httpSession{
 		id:      newSessionID(),
 		owner:   owner,
@@ -102,10 +103,10 @@ func (h *HTTPHandler) startSession(x *httpExchange, owner, clientKey, creator st
 	if !h.sessions.add(s) {
 		return nil
 	}
-	if clientKey == "" {
-		clientKey = sessionClientKey(s.id)
+	if client == (clientName{}) {
+		client = sessionClientName(s.id)
 	}
-	s.client = h.clients.acquire(clientKey)
+	s.client = h.clients.acquire(client)
 	s.conn = newConnection(connConfig{
 		dispatcher:       h.dispatcher,
 		out:              s,
@@ -293,7 +294,7 @@ func (s *httpSession) startStream(x *httpExchange) {
 	l := s.newStream()
 	x.answerStream = l
 	if !x.gone {
-		l.writer, x.streamWriter.stream = x.streamWriter, l
+		l.writer, x.streamWriter.stream = &x.streamWriter, l
 	}
 	if s.conn.session.ProtocolVersion >= ProtocolVersion20251125 {
 		l.retry = s.h.opts.SSERetry
@@ -720,7 +721,7 @@ type sessionTable struct {
 
 	mu       sync.Mutex
 	byID     map[string]*httpSession
-	byClient map[string]int // live sessions by the client that created them
+	byClient map[clientName]int // live sessions by the client that created them
 }
 
 func (t *sessionTable) get(id string) *httpSession {
