@@ -15,12 +15,14 @@ package main
 //     can be resumed with Last-Event-ID (http_sse.go).
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -407,8 +409,10 @@ func isLoopbackHost(hostport string) bool {
 	if strings.EqualFold(host, "localhost") {
 		return true
 	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	// As net.ParseIP (which refuses zones) and IP.IsLoopback, without the
+	// slice ParseIP makes.
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Zone() == "" && ip.IsLoopback()
 }
 
 // servePost serves one JSON-RPC message POSTed to the endpoint.
@@ -418,7 +422,13 @@ func (h *HTTPHandler) servePost(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusNotAcceptable, "Not Acceptable: Accept must list application/json and text/event-stream")
 		return
 	}
-	client := h.clients.acquire(h.clientName(r))
+	// The session the POST names, looked up once: its client, then its
+	// message's owner. nil when it names none, or none that is live.
+	var session *httpSession
+	if id := r.Header.Get(headerSessionID); id != "" {
+		session = h.sessions.get(id)
+	}
+	client := h.clients.acquire(h.clientName(r, session))
 	defer h.clients.release(client)
 	body, res, ok := h.readBody(w, r, client.client)
 	if !ok {
@@ -452,7 +462,7 @@ func (h *HTTPHandler) servePost(w http.ResponseWriter, r *http.Request) {
 		h.serveStateless(w, r, &msg)
 		return
 	}
-	h.serveSessionPost(w, r, &msg)
+	h.serveSessionPost(w, r, &msg, session)
 }
 
 // postedMessage is a decoded POST body and what routing reads of it.
@@ -584,8 +594,15 @@ func statelessStatus(code int) int {
 }
 
 // frameErrorCode returns the error code of a response frame, or 0 for a
-// result.
+// result. A frame as the connection builds them (frameEnvelopeStart, the
+// id, then the result) is told a result by its third member's key, without
+// scanning the result.
 func frameErrorCode(frame []byte) int {
+	if rest, ok := bytes.CutPrefix(frame, []byte(frameEnvelopeStart)); ok {
+		if end, ok := skipValue(rest, 0); ok && bytes.HasPrefix(rest[end:], []byte(frameResultKey)) {
+			return 0
+		}
+	}
 	e, ok := lookupMember(frame, "error")
 	if !ok {
 		return 0

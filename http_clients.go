@@ -113,13 +113,14 @@ func (t *clientTable) len() int {
 	return len(t.byName)
 }
 
-// clientName names the client of a POST; see the comment at the top.
-func (h *HTTPHandler) clientName(r *http.Request) clientName {
+// clientName names the client of a POST, whose Mcp-Session-Id names the
+// live session s (nil: none); see the comment at the top.
+func (h *HTTPHandler) clientName(r *http.Request, s *httpSession) clientName {
 	if name, ok := h.sessionClientName(r); ok {
 		return name
 	}
-	if id := r.Header.Get(headerSessionID); id != "" && h.sessions.has(id) {
-		return sessionClientName(id)
+	if s != nil {
+		return sessionClientName(s.id)
 	}
 	return clientName{clientByAddr, hostWithoutPort(r.RemoteAddr)}
 }
@@ -142,13 +143,6 @@ func (h *HTTPHandler) sessionClientName(r *http.Request) (clientName, bool) {
 
 // sessionClientName is the client name of a session that has no other.
 func sessionClientName(id string) clientName { return clientName{clientBySession, id} }
-
-// has reports whether id names a live session.
-func (t *sessionTable) has(id string) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.byID[id] != nil
-}
 
 // initSubmitterFor makes sub, a zero Submitter, a new submitter of the
 // client msg was read for, whose Outcomes channel buffers one outcome: what

@@ -63,8 +63,8 @@ func mediaTypes(accept []string) (json, sse bool) {
 			if !ok {
 				continue
 			}
-			jsonQ.consider(mt, "application", "json", q)
-			sseQ.consider(mt, "text", "event-stream", q)
+			jsonQ.consider(mt, "application/*", mediaTypeJSON, q)
+			sseQ.consider(mt, "text/*", mediaTypeSSE, q)
 		}
 	}
 	return jsonQ.q > 0, sseQ.q > 0
@@ -119,15 +119,16 @@ type acceptQuality struct {
 }
 
 // consider takes the range mt (lower-case, as mime.ParseMediaType returns
-// it) with quality q into account for the media type typ/subtype.
-func (a *acceptQuality) consider(mt, typ, subtype string, q float64) {
+// it) with quality q into account for the media type full, whose type/*
+// range is anyOfType.
+func (a *acceptQuality) consider(mt, anyOfType, full string, q float64) {
 	specificity := 0
 	switch mt {
 	case "*/*":
 		specificity = 1
-	case typ + "/*":
+	case anyOfType:
 		specificity = 2
-	case typ + "/" + subtype:
+	case full:
 		specificity = 3
 	}
 	switch {

@@ -54,16 +54,16 @@ func checkMirroredHeaders(d Dispatcher, header http.Header, msg *postedMessage) 
 		return nil
 	}
 	raw, _ := lookupMember(msg.env.params, member)
-	if _, ok := decodeString(raw); !ok {
-		return nil // the dispatcher refuses the params themselves
+	if end, _, err := scanString(raw, 0); len(raw) < 2 || raw[0] != '"' || err != nil || end != len(raw) {
+		return nil // not a string: the dispatcher refuses the params themselves
 	}
 	if rerr := checkMirrored(header, headerName, headerName, raw, true); rerr != nil {
 		return rerr
 	}
 	if src, ok := d.(ToolSchemaSource); ok && msg.method == methodToolsCall {
 		arguments, _ := lookupMember(msg.env.params, "arguments")
-		value, _ := decodeString(raw)
-		return checkParamHeaders(header, src.ToolInputSchema(value), arguments)
+		name, _ := decodeString(raw)
+		return checkParamHeaders(header, src.ToolInputSchema(name), arguments)
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -34,9 +35,14 @@ type httpSession struct {
 	creator clientName // the client that created it, for MaxClientSessions
 	h       *HTTPHandler
 	posts   chan *httpExchange // messages POSTed to the session
-	ctl     chan any           // GETs, DELETEs and the reports of its writers (see onControl)
-	shed    chan struct{}      // capacity 1: the handler's replay budget asks for bytes back
+	ctl     chan any           // GETs, DELETEs, the reports of its writers and its idle timer (see onControl)
 	done    chan struct{}      // closed when the loop exits: the session has ended
+
+	// shedAsked says the handler's replay budget asks the session for bytes
+	// back; it is set by any session's owner, which then wakes this one
+	// through changes (see askShed), so that the loop waits on one channel
+	// for both.
+	shedAsked atomic.Bool
 
 	conn    *connection
 	client  *clientEntry // whose share the session's work counts against
@@ -95,7 +101,6 @@ func (h *HTTPHandler) startSession(x *httpExchange, owner string, client, creato
 		h:       h,
 		posts:   make(chan *httpExchange),
 		ctl:     make(chan any),
-		shed:    make(chan struct{}, 1),
 		done:    make(chan struct{}),
 		streams: make(map[uint64]*eventStream),
 		changes: newChangeBox(),
@@ -124,7 +129,10 @@ func (h *HTTPHandler) startSession(x *httpExchange, owner string, client, creato
 	if !h.ownsExec {
 		s.executorDone = h.executor.Done()
 	}
-	s.idle = time.NewTimer(h.opts.SessionIdleTimeout)
+	// The idle timer reports through ctl rather than being a case of the
+	// loop's select: a timer channel costs each select that waits on it a
+	// trip through the timer heap.
+	s.idle = time.AfterFunc(h.opts.SessionIdleTimeout, func() { s.control(idleTimerFired{}) })
 	s.touch()
 	h.changes.add(s.changes)
 	go s.loop()
@@ -148,11 +156,10 @@ func (s *httpSession) loop() {
 		case call := <-s.conn.calls:
 			err = s.conn.onPeerCall(call)
 		case <-s.changes.signal:
+			if s.shedAsked.Swap(false) {
+				s.shedReplay()
+			}
 			err = s.conn.onChanges(s.changes.take())
-		case <-s.shed:
-			s.shedReplay()
-		case <-s.idle.C:
-			s.onIdleTimer()
 		case <-s.executorDone:
 			s.executorDone = nil
 			err = ErrExecutorClosed
@@ -303,15 +310,18 @@ func (s *httpSession) startStream(x *httpExchange) {
 }
 
 // handPlain hands x its whole answer: status and body (status 0: an empty
-// stream).
+// stream). x carries nothing of the session after it, so the session lets
+// go of it at once (leave) rather than when its writer reports: the writer
+// makes no report of this batch, and the POST is answered without another
+// turn of the owner.
 func (s *httpSession) handPlain(x *httpExchange, status int, body []byte) {
 	x.answered = true
 	if x.gone {
 		return
 	}
-	b := streamBatch{plain: status != 0, status: status, body: body, final: true}
+	b := streamBatch{plain: status != 0, status: status, body: body, final: true, unreported: true}
 	x.batches <- b // x is idle: nothing was handed to it before
-	x.busy = true
+	s.leave(&x.streamWriter)
 }
 
 // pump hands l's writer the events it has not had yet, when it is idle.
@@ -378,6 +388,9 @@ type getVerdict struct {
 // deleteRequest ends the session.
 type deleteRequest struct{ reply chan struct{} }
 
+// idleTimerFired says the session's idle timer fired.
+type idleTimerFired struct{}
+
 // onControl takes an event from the session's control channel.
 func (s *httpSession) onControl(ev any) {
 	switch ev := ev.(type) {
@@ -390,6 +403,8 @@ func (s *httpSession) onControl(ev any) {
 	case deleteRequest:
 		s.ended = true
 		close(ev.reply)
+	case idleTimerFired:
+		s.onIdleTimer()
 	case func():
 		ev() // runs on the owner: how tests look at the session's state
 	}
@@ -647,15 +662,19 @@ func (s *httpSession) enforceReplayBudget(l *eventStream, seq uint64) {
 		case victim == nil:
 			return
 		case victim != s:
-			select {
-			case victim.shed <- struct{}{}:
-			default:
-			}
+			victim.askShed()
 			return
 		case !s.dropOldestEvent(l, seq):
 			return
 		}
 	}
+}
+
+// askShed asks the session's owner, from any goroutine, to give bytes back
+// (shedReplay) when it next wakes; it never blocks.
+func (s *httpSession) askShed() {
+	s.shedAsked.Store(true)
+	s.changes.wake()
 }
 
 // shedReplay gives bytes back while the handler's sessions keep more than

@@ -121,6 +121,10 @@ type streamBatch struct {
 	body   []byte
 	final  bool
 	last   uint64 // the sequence number of the last event, for the owner's bookkeeping
+	// unreported says the owner let go of the writer when it handed this
+	// final batch (see handPlain): the writer writes it and reports
+	// nothing.
+	unreported bool
 }
 
 // streamWriter is one connection that carries a session's answers: the
