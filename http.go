@@ -514,9 +514,13 @@ func (m *postedMessage) isNotification() bool { return m.env.id == nil && m.meth
 // body holds until its POST is done (HTTPHandler.servePost releases them
 // once the answer is written): an answer nobody reads yet is counted as the
 // body was, so that what is admitted next is refused instead.
-func (m *postedMessage) holdAnswer(frame []byte) {
-	if m.res != nil {
-		m.res.Add(len(frame))
+func (m *postedMessage) holdAnswer(frame []byte) { holdAnswer(m.res, frame) }
+
+// holdAnswer counts frame against res, the reservation of the body it
+// answers (nil: none); see postedMessage.holdAnswer.
+func holdAnswer(res *Reservation, frame []byte) {
+	if res != nil {
+		res.Add(len(frame))
 	}
 }
 

@@ -17,12 +17,12 @@ import (
 // WriteTimeout. What the POST needs is in this one record, so that serving
 // it costs one allocation for them all. Owned by the POST's goroutine.
 type statelessPost struct {
-	msg      postedMessage
 	sse      sseWriter
-	conn     connection // the message's connection
-	sub      Submitter  // the connection's
-	request  bool       // the message is a request, answered with a response
-	answered bool       // the answer is complete: the POST is done
+	conn     connection   // the message's connection
+	sub      Submitter    // the connection's
+	res      *Reservation // the body's bytes, which its answer's join (see postedMessage.holdAnswer)
+	request  bool         // the message is a request, answered with a response
+	answered bool         // the answer is complete: the POST is done
 }
 
 // serveStateless serves a 2026-07-28 message: its headers must mirror its
@@ -41,8 +41,9 @@ func (h *HTTPHandler) serveStateless(w http.ResponseWriter, r *http.Request, msg
 			return
 		}
 	}
-	p := &statelessPost{msg: *msg, sse: newSSEWriter(w, h.opts.WriteTimeout), request: msg.isRequest()}
-	msg = &p.msg
+	// msg stays in the caller's frame: the connection copies what it
+	// needs of it, and the record keeps only the body's reservation.
+	p := &statelessPost{sse: newSSEWriter(w, h.opts.WriteTimeout), res: msg.res, request: msg.isRequest()}
 	if h.closing() {
 		p.answer(nil, errorFrame(msg.id(), errShuttingDown))
 		return
@@ -130,7 +131,7 @@ func (p *statelessPost) answer(_ route, frame []byte) error {
 		return nil
 	}
 	p.answered = true
-	p.msg.holdAnswer(frame)
+	holdAnswer(p.res, frame)
 	switch {
 	case p.sse.started && frame != nil:
 		p.sse.events([]streamEvent{{frame: frame}})
