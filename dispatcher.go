@@ -24,11 +24,8 @@ type Dispatcher interface {
 // beyond the Dispatcher contract: the transport allocates the dispatcher's
 // per-request record with the request (Request.handlerSpace), and the
 // dispatcher may build the response frame along with its result
-// (Reply.frame, which builtFrame checks before it is used). It reads no
-// request header but mcp-protocol-version (Request.HeaderValue), and that
-// only for a request whose _meta names no version, so the HTTP transport
-// may leave out the headers it would not read (HTTPHandler.messageHeader).
-// Another Dispatcher loses only the allocations these save.
+// (Reply.frame, which builtFrame checks before it is used). Another
+// Dispatcher loses only the allocations these save.
 type fastPathDispatcher interface {
 	Dispatcher
 	fillsRequestSpace()

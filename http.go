@@ -224,9 +224,10 @@ type HTTPHandler struct {
 	executor   *Executor
 	ownsExec   bool
 	auth       *authGate // nil without HTTPOptions.Auth
-	// fastPath is true when dispatcher is a fastPathDispatcher, which
-	// reads fewer request headers (see messageHeader).
-	fastPath bool
+	// runtime is true when dispatcher is a *Runtime itself (not a type
+	// that embeds one), which reads fewer request headers (see
+	// messageHeader).
+	runtime bool
 
 	sessions  sessionTable
 	clients   clientTable  // of the POSTs, by key
@@ -258,7 +259,7 @@ func NewHTTPHandler(d Dispatcher, opts HTTPOptions) (*HTTPHandler, error) {
 		stopWatch:  func() {},
 		quit:       make(chan struct{}),
 	}
-	_, h.fastPath = d.(fastPathDispatcher)
+	_, h.runtime = d.(*Runtime)
 	if opts.Auth != nil {
 		gate, err := newAuthGate(opts.Auth)
 		if err != nil {
@@ -550,17 +551,19 @@ func (m *postedMessage) stateless(r *http.Request) bool {
 }
 
 // messageHeader returns the Request.Header of msg, which r carried: every
-// header of r (requestHeader), except where no one reads them. A
-// fastPathDispatcher (the Runtime) reads only mcp-protocol-version, and only
-// for a request whose _meta names no version; in a session it then gets
-// what the connection synthesizes, the negotiated version, which is what
-// the request carries too (another is refused before) or what the
-// connection puts in its map. So a 2026 message whose _meta names its
+// header of r (requestHeader), except where no one reads them. The Runtime
+// reads only mcp-protocol-version (Request.HeaderValue, in its dialect
+// resolution), and only for a request whose _meta names no version; in a
+// session it then gets what the connection synthesizes, the negotiated
+// version, which is what the request carries too (another is refused
+// before) or what the connection puts in the request's map. So when the
+// dispatcher is the Runtime itself, a 2026 message whose _meta names its
 // version, and a session's message other than an initialize or a batch,
-// carry no copy of the headers for it: copying them was a tenth of the
-// allocations of a call.
+// carry no copy of the headers: copying them was a tenth of the
+// allocations of a call. Any other Dispatcher, one that wraps or embeds a
+// Runtime included, gets every header.
 func (h *HTTPHandler) messageHeader(r *http.Request, msg *postedMessage, inSession bool) map[string]string {
-	if h.fastPath {
+	if h.runtime {
 		switch {
 		case !inSession && msg.hasMeta:
 			return nil
