@@ -154,6 +154,12 @@ func (b *changeBox) put(c Change) {
 	b.mu.Lock()
 	b.pending = append(b.pending, c)
 	b.mu.Unlock()
+	b.wake()
+}
+
+// wake signals the box's owner without blocking; a signal already pending
+// stands for this one too.
+func (b *changeBox) wake() {
 	select {
 	case b.signal <- struct{}{}:
 	default:

@@ -107,8 +107,8 @@ type connection struct {
 
 	// Everything admitted and not yet answered: tracked requests by
 	// canonical id, other messages (notifications, untracked ids) by
-	// execution reference. Made on first use.
-	byID      map[string]*execution
+	// execution reference. Their maps are made when first needed.
+	byID      executionsByID
 	untracked map[ExecutionRef]*execution
 
 	// Messages that arrived while an initialize was admitted and not
@@ -131,10 +131,19 @@ type connection struct {
 // newConnection returns the connection cfg describes; its owner must call
 // close when it is done with it.
 func newConnection(cfg connConfig) *connection {
+	c := new(connection)
+	c.init(cfg)
+	return c
+}
+
+// init makes c, a zero connection that may be part of a larger record of its
+// owner's (an HTTP POST's), the connection cfg describes, as newConnection
+// does.
+func (c *connection) init(cfg connConfig) {
 	if cfg.calls == nil {
 		cfg.calls = make(chan *peerCall)
 	}
-	return &connection{connConfig: cfg, done: make(chan struct{})}
+	c.connConfig, c.done = cfg, make(chan struct{})
 }
 
 // execution is a message the connection admitted and waits for. It is also
@@ -212,7 +221,7 @@ type workResult struct {
 
 // pending counts the executions admitted and not yet answered, and the
 // messages held.
-func (c *connection) pending() int { return len(c.byID) + len(c.untracked) + len(c.held) }
+func (c *connection) pending() int { return c.byID.len() + len(c.untracked) + len(c.held) }
 
 // close cancels all work still admitted; nothing more is written. Calls
 // waiting on the connection fail.
@@ -318,10 +327,7 @@ func (c *connection) submit(ex *execution) error {
 	}
 	ex.live = true
 	if ex.id != "" {
-		if c.byID == nil {
-			c.byID = make(map[string]*execution)
-		}
-		c.byID[ex.id] = ex
+		c.byID.put(ex)
 	} else {
 		if c.untracked == nil {
 			c.untracked = make(map[ExecutionRef]*execution)
@@ -347,7 +353,7 @@ func (ex *execution) errorFrame(e *RPCError) []byte {
 // inFlight reports whether id names a running or held request or an open
 // subscription.
 func (c *connection) inFlight(id string) bool {
-	_, running := c.byID[id]
+	running := c.byID.get(id) != nil
 	_, listening := c.subs[id]
 	return running || listening || len(c.held) > 0 && c.heldIndex(id) >= 0
 }
@@ -395,7 +401,7 @@ func serveEnvelope(ctx context.Context, d Dispatcher, req *Request, env envelope
 func (c *connection) onOutcome(o Outcome) error {
 	var ex *execution
 	if o.Key != "" {
-		ex = c.byID[o.Key]
+		ex = c.byID.get(o.Key)
 	} else {
 		ex = c.untracked[o.Ref]
 	}
@@ -487,7 +493,7 @@ func (c *connection) forget(ex *execution) {
 		c.initializing--
 	}
 	if ex.id != "" {
-		delete(c.byID, ex.id)
+		c.byID.remove(ex.id)
 	} else {
 		delete(c.untracked, ex.job.ref)
 	}
@@ -536,8 +542,8 @@ func (c *connection) onCancel(params []byte) error {
 		}
 		return nil
 	}
-	ex, ok := c.byID[id]
-	if !ok || ex.method == methodInitialize {
+	ex := c.byID.get(id)
+	if ex == nil || ex.method == methodInitialize {
 		return nil
 	}
 	return c.cancel(ex)
@@ -554,7 +560,7 @@ func (c *connection) cancelRoute(r route) {
 		c.heldBytes -= ex.job.size
 		return true
 	})
-	for _, ex := range c.byID {
+	for ex := range c.byID.all() {
 		if rootRoute(ex.route) == r {
 			c.stop(ex)
 		}
@@ -760,7 +766,7 @@ func (c *connection) forwardChange(change Change) error {
 // onExecutorClosed answers every pending request -32603 "Request worker
 // failed"; the connection cannot serve any more.
 func (c *connection) onExecutorClosed() error {
-	pending := slices.AppendSeq(slices.Collect(maps.Values(c.byID)), maps.Values(c.untracked))
+	pending := slices.AppendSeq(slices.Collect(c.byID.all()), maps.Values(c.untracked))
 	pending = append(pending, c.held...)
 	c.log.Error("mcpstdio: executor closed with requests pending", "pending", len(pending))
 	for _, ex := range pending {

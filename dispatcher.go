@@ -49,6 +49,11 @@ type Request struct {
 	// Header holds the request headers the transport synthesized, keyed by
 	// lower-case name, as an HTTP request would carry them
 	// ("mcp-protocol-version" once a connection ran initialize). Nil when none.
+	// Over HTTP it holds every header of the POST (the first value of each,
+	// trimmed), and in a session the negotiated version when the POST did
+	// not name it; the HTTP transport leaves out what the Runtime itself
+	// does not read (HTTPHandler.messageHeader), never for another
+	// Dispatcher.
 	Header map[string]string
 	// Session is a snapshot, taken when the message was admitted, of what the
 	// connection negotiated with initialize.

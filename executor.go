@@ -279,24 +279,28 @@ func (e *Executor) NewSubmitter() *Submitter {
 // NewSubmitter registers a new submitter of client c: its jobs count
 // against c's share. Otherwise it is as Executor.NewSubmitter.
 func (c *ExecutorClient) NewSubmitter() *Submitter {
+	s := new(Submitter)
+	c.initSubmitter(s, outcomeBuffer)
+	return s
+}
+
+// initSubmitter registers s, a zero Submitter that may be part of a larger
+// record of the caller's, as a new submitter of c whose Outcomes channel
+// buffers buffer outcomes (≥ 0). A submitter that never has more than
+// buffer outcomes undelivered at once never needs the mailbox pump: an
+// HTTP POST's connection, which serves one message, takes 1.
+func (c *ExecutorClient) initSubmitter(s *Submitter, buffer int) {
 	e := c.e
-	s := &Submitter{
-		e:        e,
-		client:   c,
-		outcomes: make(chan Outcome, outcomeBuffer),
-		closing:  make(chan struct{}),
-		keys:     make(map[string]*job),
-		active:   jobList{links: activeLinks},
-	}
+	s.e, s.client = e, c
+	s.outcomes = make(chan Outcome, buffer)
+	s.active = jobList{links: activeLinks}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
 		s.closed = true
-		close(s.closing)
-		return s
+		return
 	}
 	e.submitters[s] = struct{}{}
-	return s
 }
 
 // Stats returns a snapshot of the executor's load and limits.
@@ -359,8 +363,11 @@ func (e *Executor) Done() <-chan struct{} { return e.done }
 type Submitter struct {
 	e        *Executor
 	client   *ExecutorClient // whose share its jobs count against; read-only
-	outcomes chan Outcome    // buffered (outcomeBuffer); never closed
-	closing  chan struct{}   // closed (under e.mu) when the submitter closes
+	outcomes chan Outcome    // buffered (outcomeBuffer, or initSubmitter's); never closed
+	// closing is closed (under e.mu) when the submitter closes; it is made
+	// (under e.mu) when the first pump starts, before the pump that reads
+	// it, and never replaced: only a pump waits on it.
+	closing chan struct{}
 	// sendGate is held shared around the pump's send on outcomes (the only
 	// send made without e.mu); Close takes it exclusively after closing
 	// `closing`, so no send completes after Close returns.
@@ -368,7 +375,7 @@ type Submitter struct {
 
 	// Guarded by e.mu.
 	closed  bool
-	keys    map[string]*job // keyed jobs that are queued or running, outcome undecided
+	keys    map[string]*job // keyed jobs that are queued or running, outcome undecided; made on first use
 	active  jobList         // every job with an undecided outcome, keyed or not
 	mailbox outcomeQueue    // outcomes no reader has taken yet
 	pumping bool            // a pump goroutine is draining mailbox
@@ -613,6 +620,9 @@ func (e *Executor) admitLocked(j *job) (startNow bool, err error) {
 	e.lastRef++
 	j.ref = e.lastRef
 	if j.indexed {
+		if s.keys == nil {
+			s.keys = make(map[string]*job)
+		}
 		s.keys[j.key] = j
 	}
 	s.active.pushBack(j)
@@ -727,7 +737,9 @@ func (e *Executor) closeSubmitterLocked(s *Submitter) {
 	}
 	s.closed = true
 	s.mailbox = outcomeQueue{}
-	close(s.closing)
+	if s.closing != nil {
+		close(s.closing)
+	}
 	delete(e.submitters, s)
 }
 
@@ -842,6 +854,9 @@ func (s *Submitter) deliverLocked(o Outcome) {
 	s.mailbox.push(o)
 	if !s.pumping {
 		s.pumping = true
+		if s.closing == nil {
+			s.closing = make(chan struct{})
+		}
 		s.e.goroutines.Add(1)
 		go s.pump()
 	}

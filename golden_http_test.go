@@ -52,7 +52,10 @@ var goldenHTTPHeaders = []string{"Content-Type", headerSessionID, "Allow"}
 // every answer with NAME.out.jsonl line for line (go test -run
 // TestGoldenHTTP -update rewrites them). The server is the golden stdio
 // transcripts' one, mounted with NewHTTPHandler running one request at a
-// time, so that the members of a batch answer in order.
+// time, so that the members of a batch answer in order. Each transcript runs
+// twice: with the Runtime as the handler's dispatcher, and with it embedded
+// in a type of another name, to which the handler gives every request
+// header (HTTPHandler.messageHeader): the answers must not differ.
 func TestGoldenHTTPTranscripts(t *testing.T) {
 	inputs, err := filepath.Glob(filepath.Join("testdata", "golden_http", "*.jsonl"))
 	if err != nil {
@@ -65,19 +68,33 @@ func TestGoldenHTTPTranscripts(t *testing.T) {
 		}
 		n++
 		name := strings.TrimSuffix(filepath.Base(in), ".jsonl")
-		t.Run(name, func(t *testing.T) { runGoldenHTTP(t, in, strings.TrimSuffix(in, ".jsonl")+".out.jsonl") })
+		out := strings.TrimSuffix(in, ".jsonl") + ".out.jsonl"
+		t.Run(name, func(t *testing.T) {
+			runGoldenHTTP(t, in, out, func(rt *Runtime) Dispatcher { return rt })
+		})
+		t.Run(name+"_embedded", func(t *testing.T) {
+			if *updateGolden {
+				t.Skip("the transcripts are written from the Runtime itself")
+			}
+			runGoldenHTTP(t, in, out, func(rt *Runtime) Dispatcher { return embeddedRuntime{rt} })
+		})
 	}
 	if n == 0 {
 		t.Fatal("no HTTP golden transcripts found")
 	}
 }
 
-func runGoldenHTTP(t *testing.T, inPath, outPath string) {
+// embeddedRuntime is a Runtime behind a type of another name, as an
+// application that wraps one would have it: the HTTP transport gives it
+// every request header, as to any Dispatcher but the Runtime itself.
+type embeddedRuntime struct{ *Runtime }
+
+func runGoldenHTTP(t *testing.T, inPath, outPath string, dispatcher func(*Runtime) Dispatcher) {
 	input, err := os.ReadFile(inPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := NewHTTPHandler(newGoldenRuntime(t, registerReferenceCatalog), HTTPOptions{MaxConcurrency: 1, Logger: quietLogger()})
+	h, err := NewHTTPHandler(dispatcher(newGoldenRuntime(t, registerReferenceCatalog)), HTTPOptions{MaxConcurrency: 1, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

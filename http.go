@@ -15,11 +15,14 @@ package main
 //     can be resumed with Last-Event-ID (http_sse.go).
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -221,6 +224,10 @@ type HTTPHandler struct {
 	executor   *Executor
 	ownsExec   bool
 	auth       *authGate // nil without HTTPOptions.Auth
+	// runtime is true when dispatcher is a *Runtime itself (not a type
+	// that embeds one), which reads fewer request headers (see
+	// messageHeader).
+	runtime bool
 
 	sessions  sessionTable
 	clients   clientTable  // of the POSTs, by key
@@ -252,6 +259,7 @@ func NewHTTPHandler(d Dispatcher, opts HTTPOptions) (*HTTPHandler, error) {
 		stopWatch:  func() {},
 		quit:       make(chan struct{}),
 	}
+	_, h.runtime = d.(*Runtime)
 	if opts.Auth != nil {
 		gate, err := newAuthGate(opts.Auth)
 		if err != nil {
@@ -259,7 +267,7 @@ func NewHTTPHandler(d Dispatcher, opts HTTPOptions) (*HTTPHandler, error) {
 		}
 		h.auth = gate
 	}
-	h.sessions = sessionTable{max: opts.MaxSessions, perClient: httpClientShare(opts.MaxClientSessions, opts.MaxSessions), byID: make(map[string]*httpSession), byClient: make(map[string]int)}
+	h.sessions = sessionTable{max: opts.MaxSessions, perClient: httpClientShare(opts.MaxClientSessions, opts.MaxSessions), byID: make(map[string]*httpSession), byClient: make(map[clientName]int)}
 	h.replay = replayBudget{total: int64(opts.MaxReplayBytes), kept: make(map[*httpSession]int64)}
 	h.listens = clientQuota{perClient: opts.MaxSubscriptions, total: opts.MaxListenStreams, held: make(map[string]int)}
 	h.changes.boxes = make(map[*changeBox]struct{})
@@ -354,7 +362,7 @@ func httpErrorFrame(status int, message string) []byte {
 
 // writeJSONFrame answers status with one frame as application/json.
 func writeJSONFrame(w http.ResponseWriter, status int, frame []byte) {
-	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Type", mediaTypeJSON)
 	w.Header().Set("Content-Length", strconv.Itoa(len(frame)))
 	w.WriteHeader(status)
 	w.Write(frame)
@@ -388,8 +396,10 @@ func (h *HTTPHandler) allowedOrigin(origin string) bool {
 }
 
 func hostWithoutPort(hostport string) string {
-	if host, _, err := net.SplitHostPort(hostport); err == nil {
-		return host
+	if strings.Contains(hostport, ":") { // else SplitHostPort fails, at the cost of an error value
+		if host, _, err := net.SplitHostPort(hostport); err == nil {
+			return host
+		}
 	}
 	return strings.TrimSuffix(strings.TrimPrefix(hostport, "["), "]")
 }
@@ -400,8 +410,10 @@ func isLoopbackHost(hostport string) bool {
 	if strings.EqualFold(host, "localhost") {
 		return true
 	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	// As net.ParseIP (which refuses zones) and IP.IsLoopback, without the
+	// slice ParseIP makes.
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Zone() == "" && ip.IsLoopback()
 }
 
 // servePost serves one JSON-RPC message POSTed to the endpoint.
@@ -411,7 +423,13 @@ func (h *HTTPHandler) servePost(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusNotAcceptable, "Not Acceptable: Accept must list application/json and text/event-stream")
 		return
 	}
-	client := h.clients.acquire(h.clientKey(r))
+	// The session the POST names, looked up once: its client, then its
+	// message's owner. nil when it names none, or none that is live.
+	var session *httpSession
+	if id := r.Header.Get(headerSessionID); id != "" {
+		session = h.sessions.get(id)
+	}
+	client := h.clients.acquire(h.clientName(r, session))
 	defer h.clients.release(client)
 	body, res, ok := h.readBody(w, r, client.client)
 	if !ok {
@@ -430,19 +448,22 @@ func (h *HTTPHandler) servePost(w http.ResponseWriter, r *http.Request) {
 		writeJSONFrame(w, http.StatusBadRequest, errorFrame("", errInvalidRequest))
 		return
 	}
-	msg := newPostedMessage(env)
+	// msg stays in this frame: the route that serves it copies it into the
+	// record it keeps for the POST.
+	var msg postedMessage
+	msg.read(env)
 	msg.size, msg.raw = len(body), body
 	msg.client, msg.res = client.client, res
-	if h.auth != nil && !h.auth.allowMessage(w, r, msg) {
+	if h.auth != nil && !h.auth.allowMessage(w, r, &msg) {
 		return
 	}
 	h.drain.beginExchange() // until it is answered: Shutdown waits for it
 	defer h.drain.endExchange()
 	if msg.stateless(r) {
-		h.serveStateless(w, r, msg)
+		h.serveStateless(w, r, &msg)
 		return
 	}
-	h.serveSessionPost(w, r, msg)
+	h.serveSessionPost(w, r, &msg, session)
 }
 
 // postedMessage is a decoded POST body and what routing reads of it.
@@ -454,32 +475,31 @@ type postedMessage struct {
 	res      *Reservation    // the body's bytes, which the job holds; nil: counted by size
 	method   string
 	methodOK bool
-	id       string // canonical id; "" when absent or untracked
-	tracked  bool
-	// metaVersion is params._meta's protocol version, "" when absent or
-	// not a string; hasMeta says whether it was present at all.
-	metaVersion string
+	// metaVersion is the JSON text of params._meta's protocol version, nil
+	// when absent; hasMeta says whether it is present.
+	metaVersion json.RawMessage
 	hasMeta     bool
 }
 
-func newPostedMessage(env envelope) *postedMessage {
-	m := &postedMessage{env: env}
+// read fills m from env, a decoded POST body.
+func (m *postedMessage) read(env envelope) {
+	m.env = env
 	m.method, m.methodOK = decodeMethod(env.method)
-	if env.id != nil {
-		m.id, m.tracked = canonicalID(env.id)
-		if !m.tracked {
-			m.id = ""
-		}
-	}
 	if env.params != nil && env.params[0] == '{' {
 		if meta, ok := lookupMember(env.params, "_meta"); ok && isJSONObject(meta) {
-			if v, ok := lookupMember(meta, metaKeyProtocolVersion); ok {
-				m.hasMeta = true
-				m.metaVersion, _ = decodeString(v)
-			}
+			m.metaVersion, m.hasMeta = lookupMember(meta, metaKeyProtocolVersion)
 		}
 	}
-	return m
+}
+
+// id returns the message's canonical id, "" when it has none or one that is
+// not tracked (SPEC §4): what an answer the transport writes itself echoes.
+func (m *postedMessage) id() string {
+	if m.env.id == nil {
+		return ""
+	}
+	id, _ := canonicalID(m.env.id)
+	return id
 }
 
 // isResponse reports whether the message is a response to a
@@ -495,9 +515,13 @@ func (m *postedMessage) isNotification() bool { return m.env.id == nil && m.meth
 // body holds until its POST is done (HTTPHandler.servePost releases them
 // once the answer is written): an answer nobody reads yet is counted as the
 // body was, so that what is admitted next is refused instead.
-func (m *postedMessage) holdAnswer(frame []byte) {
-	if m.res != nil {
-		m.res.Add(len(frame))
+func (m *postedMessage) holdAnswer(frame []byte) { holdAnswer(m.res, frame) }
+
+// holdAnswer counts frame against res, the reservation of the body it
+// answers (nil: none); see postedMessage.holdAnswer.
+func holdAnswer(res *Reservation, frame []byte) {
+	if res != nil {
+		res.Add(len(frame))
 	}
 }
 
@@ -522,8 +546,32 @@ func (m *postedMessage) stateless(r *http.Request) bool {
 	if r.Header.Get(headerSessionID) != "" || m.isResponse() || m.method == "initialize" {
 		return false
 	}
-	v := r.Header.Get(headerProtocolVersion)
+	v := r.Header.Get(httpHeaderProtocolVersion)
 	return v == "" || isStatelessVersion(v) || !isKnownProtocolVersion(v)
+}
+
+// messageHeader returns the Request.Header of msg, which r carried: every
+// header of r (requestHeader), except where no one reads them. The Runtime
+// reads only mcp-protocol-version (Request.HeaderValue, in its dialect
+// resolution), and only for a request whose _meta names no version; in a
+// session it then gets what the connection synthesizes, the negotiated
+// version, which is what the request carries too (another is refused
+// before) or what the connection puts in the request's map. So when the
+// dispatcher is the Runtime itself, a 2026 message whose _meta names its
+// version, and a session's message other than an initialize or a batch,
+// carry no copy of the headers: copying them was a tenth of the
+// allocations of a call. Any other Dispatcher, one that wraps or embeds a
+// Runtime included, gets every header.
+func (h *HTTPHandler) messageHeader(r *http.Request, msg *postedMessage, inSession bool) map[string]string {
+	if h.runtime {
+		switch {
+		case !inSession && msg.hasMeta:
+			return nil
+		case inSession && msg.env.kind == kindObject && msg.method != methodInitialize:
+			return nil
+		}
+	}
+	return requestHeader(r)
 }
 
 // requestHeader returns the request's headers as a Request carries them:
@@ -558,8 +606,15 @@ func statelessStatus(code int) int {
 }
 
 // frameErrorCode returns the error code of a response frame, or 0 for a
-// result.
+// result. A frame as the connection builds them (frameEnvelopeStart, the
+// id, then the result) is told a result by its third member's key, without
+// scanning the result.
 func frameErrorCode(frame []byte) int {
+	if rest, ok := bytes.CutPrefix(frame, []byte(frameEnvelopeStart)); ok {
+		if end, ok := skipValue(rest, 0); ok && bytes.HasPrefix(rest[end:], []byte(frameResultKey)) {
+			return 0
+		}
+	}
 	e, ok := lookupMember(frame, "error")
 	if !ok {
 		return 0

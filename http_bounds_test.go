@@ -69,7 +69,7 @@ func newBudgetTestHandler(t *testing.T, perSession, total int) *HTTPHandler {
 // does not run, and the test calls the owner's methods itself.
 func (h *HTTPHandler) newTestSession(t *testing.T, id string) *httpSession {
 	t.Helper()
-	s := &httpSession{id: id, h: h, shed: make(chan struct{}, 1), done: make(chan struct{}), streams: make(map[uint64]*eventStream)}
+	s := &httpSession{id: id, h: h, changes: newChangeBox(), done: make(chan struct{}), streams: make(map[uint64]*eventStream)}
 	s.conn = newConnection(connConfig{dispatcher: h.dispatcher, out: s, sub: h.executor.NewSubmitter(), log: quietLogger()})
 	s.idle = time.NewTimer(time.Hour)
 	s.standalone = s.newStream()
@@ -111,7 +111,8 @@ func TestReplayBudgetPerSessionDropsEndedStreamsThenOldestEvents(t *testing.T) {
 	}
 
 	// A connection carrying the live stream, handed nothing yet.
-	w := newStreamWriter()
+	sw := newStreamWriter()
+	w := &sw
 	live.writer, w.stream = w, live
 	s.writers++
 
@@ -167,7 +168,10 @@ func TestReplayBudgetHandlerWideTakesFromTheSessionKeepingMost(t *testing.T) {
 	small.appendEvent(smallStream, frameOf(200))
 	small.appendEvent(smallStream, frameOf(500)) // 2100 in all: over the total
 	select {
-	case <-big.shed:
+	case <-big.changes.signal:
+		if !big.shedAsked.Swap(false) {
+			t.Fatal("the session keeping the most was woken, not asked for bytes back")
+		}
 		big.shedReplay() // as big's owner, asked for bytes back
 	default:
 		t.Fatal("the session keeping the most was not asked for bytes back")

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"io"
-	"mime"
 	"net/http"
 	"os"
 	"strconv"
@@ -24,22 +23,41 @@ import (
 // ends, because the message served holds it that long; a body that does not
 // fit is refused 503 unread.
 
-// clientTable holds the executor clients of the handler's POSTs by key. An
+// clientTable holds the executor clients of the handler's POSTs by name. An
 // entry lives while a POST uses it or its client still holds something (a
-// job whose function has not returned after its request ended); entries
-// that hold nothing and are not used are dropped when their last user
-// leaves, or swept later.
+// job whose function has not returned after its request ended), and after
+// that until a sweep finds it idle: a client that makes one call after
+// another keeps its entry rather than making one per call. Sweeps come as
+// the table grows (see sweepLocked), so idle entries are at most as many as
+// busy ones, or minClientSweep.
 type clientTable struct {
 	e *Executor // read-only after init
 
 	mu      sync.Mutex
-	byKey   map[string]*clientEntry // guarded by mu
-	sweepAt int                     // sweep when a new entry would make this many; guarded by mu
+	byName  map[clientName]*clientEntry // guarded by mu
+	sweepAt int                         // sweep when a new entry would make this many; guarded by mu
 }
+
+// clientName names a client of the handler's executor: what decided it and
+// the name it gave (a pair, so that naming one costs no string of its own).
+type clientName struct {
+	kind clientKind
+	name string
+}
+
+// clientKind is what decided a POST's client (see the comment at the top).
+type clientKind uint8
+
+const (
+	clientByKey       clientKind = iota + 1 // HTTPOptions.ClientKey's answer
+	clientByPrincipal                       // the principal it was authorized as (principalBinding)
+	clientBySession                         // the session, which has no other
+	clientByAddr                            // its remote address's host
+)
 
 // clientEntry is one client of the table and its POSTs being served.
 type clientEntry struct {
-	key    string          // read-only
+	name   clientName      // read-only
 	client *ExecutorClient // read-only
 	users  int             // guarded by clientTable.mu
 }
@@ -48,102 +66,93 @@ type clientEntry struct {
 const minClientSweep = 64
 
 func (t *clientTable) init(e *Executor) {
-	t.e, t.byKey, t.sweepAt = e, make(map[string]*clientEntry), minClientSweep
+	t.e, t.byName, t.sweepAt = e, make(map[clientName]*clientEntry), minClientSweep
 }
 
-// acquire returns the entry of key, created if needed, with one more user;
+// acquire returns the entry of name, created if needed, with one more user;
 // the caller calls release when its POST is served.
-func (t *clientTable) acquire(key string) *clientEntry {
+func (t *clientTable) acquire(name clientName) *clientEntry {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	en := t.byKey[key]
+	en := t.byName[name]
 	if en == nil {
-		if len(t.byKey) >= t.sweepAt {
+		if len(t.byName) >= t.sweepAt {
 			t.sweepLocked()
 		}
-		en = &clientEntry{key: key, client: t.e.NewClient()}
-		t.byKey[key] = en
+		en = &clientEntry{name: name, client: t.e.NewClient()}
+		t.byName[name] = en
 	}
 	en.users++
 	return en
 }
 
-// release drops a user of en, and en itself when it has no user and its
-// client holds nothing.
+// release drops a user of en. The entry stays, for the client's next POST,
+// until a sweep finds it idle.
 func (t *clientTable) release(en *clientEntry) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	en.users--
-	if en.users == 0 && en.client.Stats() == (ClientStats{}) {
-		delete(t.byKey, en.key)
-	}
 }
 
 // sweepLocked drops the entries with no user whose client holds nothing, and
 // sets the next sweep at twice what remains: their number is bounded by the
 // jobs and reservations held, so the table stays proportional to the load.
 func (t *clientTable) sweepLocked() {
-	for key, en := range t.byKey {
+	for name, en := range t.byName {
 		if en.users == 0 && en.client.Stats() == (ClientStats{}) {
-			delete(t.byKey, key)
+			delete(t.byName, name)
 		}
 	}
-	t.sweepAt = max(2*len(t.byKey), minClientSweep)
+	t.sweepAt = max(2*len(t.byName), minClientSweep)
 }
 
 // len returns the number of entries.
 func (t *clientTable) len() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return len(t.byKey)
+	return len(t.byName)
 }
 
-// clientKey names the client of a POST; see the comment at the top.
-func (h *HTTPHandler) clientKey(r *http.Request) string {
-	if key := h.sessionClientKey(r); key != "" {
-		return key
+// clientName names the client of a POST, whose Mcp-Session-Id names the
+// live session s (nil: none); see the comment at the top.
+func (h *HTTPHandler) clientName(r *http.Request, s *httpSession) clientName {
+	if name, ok := h.sessionClientName(r); ok {
+		return name
 	}
-	if id := r.Header.Get(headerSessionID); id != "" && h.sessions.has(id) {
-		return sessionClientKey(id)
+	if s != nil {
+		return sessionClientName(s.id)
 	}
-	return "addr " + hostWithoutPort(r.RemoteAddr)
+	return clientName{clientByAddr, hostWithoutPort(r.RemoteAddr)}
 }
 
-// sessionClientKey names the client of the session r's initialize creates
+// sessionClientName names the client of the session r's initialize creates
 // (and of any other request it makes): ClientKey's answer, else the
-// principal r was authorized as; "" when r has neither, and a session then
-// is a client of its own.
-func (h *HTTPHandler) sessionClientKey(r *http.Request) string {
+// principal r was authorized as; false when r has neither, and a session
+// then is a client of its own.
+func (h *HTTPHandler) sessionClientName(r *http.Request) (clientName, bool) {
 	if h.opts.ClientKey != nil {
 		if key := h.opts.ClientKey(r); key != "" {
-			return "key " + key
+			return clientName{clientByKey, key}, true
 		}
 	}
 	if p := principalBinding(PrincipalFromContext(r.Context())); p != "" {
-		return principalClientKey(p)
+		return clientName{clientByPrincipal, p}, true
 	}
-	return ""
+	return clientName{}, false
 }
 
-// principalClientKey and sessionClientKey are the client keys of an
-// authorized principal's requests (whatever session they belong to) and of
-// a session that has no other.
-func principalClientKey(binding string) string { return "principal " + binding }
-func sessionClientKey(id string) string        { return "session " + id }
+// sessionClientName is the client name of a session that has no other.
+func sessionClientName(id string) clientName { return clientName{clientBySession, id} }
 
-// has reports whether id names a live session.
-func (t *sessionTable) has(id string) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.byID[id] != nil
-}
-
-// submitterFor returns a new submitter of the client msg was read for.
-func (h *HTTPHandler) submitterFor(msg *postedMessage) *Submitter {
-	if msg.client == nil {
-		return h.executor.NewSubmitter()
+// initSubmitterFor makes sub, a zero Submitter, a new submitter of the
+// client msg was read for, whose Outcomes channel buffers one outcome: what
+// a connection that serves msg alone needs.
+func (h *HTTPHandler) initSubmitterFor(sub *Submitter, msg *postedMessage) {
+	client := msg.client
+	if client == nil {
+		client = h.executor.NewClient()
 	}
-	return msg.client.NewSubmitter()
+	client.initSubmitter(sub, 1)
 }
 
 // executorOptions returns the options of the executor the handler creates:
@@ -183,7 +192,7 @@ const bodyChunk = 64 << 10
 // none is known) when the bytes do not fit in the in-flight budget or the
 // client's share. On success the caller releases the reservation.
 func (h *HTTPHandler) readBody(w http.ResponseWriter, r *http.Request, client *ExecutorClient) ([]byte, *Reservation, bool) {
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+	if !isJSONMediaType(r.Header.Get("Content-Type")) {
 		httpError(w, http.StatusUnsupportedMediaType, "Unsupported Media Type: Content-Type must be application/json")
 		return nil, nil, false
 	}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -298,47 +299,67 @@ func TestHTTPBodyCountedUntilAnswered(t *testing.T) {
 	close(hold.release)
 	<-answer
 	eventually(t, "the body's bytes being freed once answered", func() bool { return s.h.executor.Stats().InflightBytes == 0 })
-	if n := s.h.clients.len(); n != 0 {
-		t.Fatalf("%d clients kept after every POST was answered", n)
+	s.h.clients.mu.Lock()
+	defer s.h.clients.mu.Unlock()
+	for _, en := range s.h.clients.byName {
+		if en.users != 0 || en.client.Stats() != (ClientStats{}) {
+			t.Fatalf("client %v still used or holding %+v after every POST was answered", en.name, en.client.Stats())
+		}
 	}
 }
 
 // The table keeps an entry while a POST uses it or its client holds
-// something; idle ones go when their last user leaves, or at the next sweep.
-func TestClientTableDropsIdleEntries(t *testing.T) {
+// something, and an idle one for the client's next POST until a sweep, which
+// comes as the table grows: idle entries never outnumber minClientSweep or
+// the busy ones.
+func TestClientTableKeepsIdleEntriesUntilSwept(t *testing.T) {
 	e := newTestExecutor(t, ExecutorOptions{})
 	var tbl clientTable
 	tbl.init(e)
-	a := tbl.acquire("a")
-	if again := tbl.acquire("a"); again != a {
-		t.Fatal("a second acquire of one key made another entry")
+	addr := func(host string) clientName { return clientName{clientByAddr, host} }
+	a := tbl.acquire(addr("a"))
+	if again := tbl.acquire(addr("a")); again != a {
+		t.Fatal("a second acquire of one name made another entry")
 	}
 	tbl.release(a)
 	tbl.release(a)
-	if n := tbl.len(); n != 0 {
-		t.Fatalf("%d entries after the last user left, want 0", n)
+	if tbl.acquire(addr("a")) != a {
+		t.Fatal("an idle entry was not reused by its client's next POST")
 	}
-	b := tbl.acquire("b")
+	tbl.release(a)
+	session := tbl.acquire(clientName{clientBySession, "a"})
+	if session == a {
+		t.Fatal("a session's name and an address's were one client")
+	}
+	tbl.release(session)
+	b := tbl.acquire(addr("b"))
 	res, err := b.client.Reserve(10)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tbl.release(b)
-	if n := tbl.len(); n != 1 {
-		t.Fatalf("%d entries, want the busy one kept", n)
+
+	// Idle clients come and go: the table stays within its sweep bound, and
+	// the busy entry is kept through every sweep.
+	for i := range 10 * minClientSweep {
+		tbl.release(tbl.acquire(addr(strconv.Itoa(i))))
+		if n := tbl.len(); n > minClientSweep {
+			t.Fatalf("%d entries after %d idle clients, want at most %d", n, i+1, minClientSweep)
+		}
 	}
-	if tbl.acquire("b") != b {
-		t.Fatal("the busy entry was not reused")
+	if tbl.acquire(addr("b")) != b {
+		t.Fatal("the busy entry was not kept through the sweeps")
 	}
 	tbl.release(b)
 	res.Release()
 	tbl.mu.Lock()
 	tbl.sweepAt = 1
 	tbl.mu.Unlock()
-	tbl.acquire("c")
+	c := tbl.acquire(addr("c"))
 	if n := tbl.len(); n != 1 {
-		t.Fatalf("%d entries after a sweep, want only the new one", n)
+		t.Fatalf("%d entries after a sweep with one user, want only its entry", n)
 	}
+	tbl.release(c)
 }
 
 // gatedResponse is a ResponseWriter whose Write waits for release.

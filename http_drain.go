@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -15,19 +16,23 @@ import (
 // for as long as a client keeps its next request's headers coming.
 
 // drainState is what Shutdown needs to know of the handler's connections and
-// requests. Safe for concurrent use; every field is guarded by mu.
+// requests. Safe for concurrent use. Every request changes the counts, so
+// they are atomic, and mu is taken only where a connection is new or not yet
+// used, or a drain waits: a request of a busy server takes no lock here.
 type drainState struct {
 	mu sync.Mutex
 	// unused are the connections that have not carried a request yet, as
-	// ConnState reports them.
-	unused map[net.Conn]struct{}
-	// draining is set by Shutdown: a connection accepted from then on is
-	// closed at once.
-	draining bool
-	// inflight counts the POSTed messages being served (runExchange), from
-	// before they are submitted until they are answered.
-	inflight int
-	// quiet, made by Shutdown, is closed once inflight is 0.
+	// ConnState reports them; guarded by mu. unusedCount is its size, read
+	// without mu: 0 says no connection needs looking up.
+	unused      map[net.Conn]struct{}
+	unusedCount atomic.Int64
+	// draining is set by Shutdown (under mu): a connection accepted from
+	// then on is closed at once.
+	draining atomic.Bool
+	// inflight counts the POSTed messages being served, from before they
+	// are submitted until they are answered.
+	inflight atomic.Int64
+	// quiet, made by Shutdown, is closed once inflight is 0; guarded by mu.
 	quiet chan struct{}
 }
 
@@ -38,33 +43,40 @@ type drainState struct {
 // waits for such connections up to its grace period.
 func (h *HTTPHandler) ConnState(c net.Conn, state http.ConnState) {
 	d := &h.drain
+	if state != http.StateNew && d.unusedCount.Load() == 0 {
+		// Not in unused: its StateNew, which comes before (from the
+		// goroutine that accepted it), was counted or closed it.
+		return
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	switch {
-	case state == http.StateNew && d.draining:
+	case state == http.StateNew && d.draining.Load():
 		c.Close()
 	case state == http.StateNew:
 		if d.unused == nil {
 			d.unused = make(map[net.Conn]struct{})
 		}
 		d.unused[c] = struct{}{}
+		d.unusedCount.Store(int64(len(d.unused)))
 	default:
 		delete(d.unused, c)
+		d.unusedCount.Store(int64(len(d.unused)))
 	}
 }
 
 // beginExchange counts a POSTed message as in flight until endExchange.
 func (d *drainState) beginExchange() {
-	d.mu.Lock()
-	d.inflight++
-	d.mu.Unlock()
+	d.inflight.Add(1)
 }
 
 func (d *drainState) endExchange() {
+	if d.inflight.Add(-1) != 0 || !d.draining.Load() {
+		return // start reads the count after it sets draining: it sees this one
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.inflight--
-	if d.inflight == 0 && d.quiet != nil {
+	if d.quiet != nil && d.inflight.Load() == 0 {
 		close(d.quiet)
 		d.quiet = nil
 	}
@@ -76,19 +88,21 @@ func (d *drainState) endExchange() {
 func (d *drainState) start() (quiet <-chan struct{}, closed, inflight int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.draining = true
+	d.draining.Store(true)
 	for c := range d.unused {
 		c.Close()
 	}
 	closed = len(d.unused)
 	clear(d.unused)
+	d.unusedCount.Store(0)
 	ch := make(chan struct{})
-	if d.inflight == 0 {
+	n := d.inflight.Load()
+	if n == 0 {
 		close(ch)
 	} else {
 		d.quiet = ch
 	}
-	return ch, closed, d.inflight
+	return ch, closed, int(n)
 }
 
 // Shutdown stops srv, which serves h, and then h, in this order:

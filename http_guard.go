@@ -56,22 +56,59 @@ func mediaTypes(accept []string) (json, sse bool) {
 	}
 	var jsonQ, sseQ acceptQuality
 	for _, line := range accept {
-		for part := range strings.SplitSeq(line, ",") {
-			mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
-			if err != nil {
+		for line != "" {
+			var part string
+			part, line, _ = strings.Cut(line, ",")
+			mt, q, ok := parseMediaRange(strings.TrimSpace(part))
+			if !ok {
 				continue
 			}
-			q := 1.0
-			if v, ok := params["q"]; ok {
-				if q, err = strconv.ParseFloat(v, 64); err != nil || q < 0 || q > 1 {
-					continue
-				}
-			}
-			jsonQ.consider(mt, "application", "json", q)
-			sseQ.consider(mt, "text", "event-stream", q)
+			jsonQ.consider(mt, "application/*", mediaTypeJSON, q)
+			sseQ.consider(mt, "text/*", mediaTypeSSE, q)
 		}
 	}
 	return jsonQ.q > 0, sseQ.q > 0
+}
+
+// parseMediaRange parses one range of an Accept header: its media type,
+// lower case, and its quality (1 when it has no q parameter); false when it
+// is malformed or its q is not a number from 0 to 1. The ranges MCP clients
+// send, without parameters, are recognized without mime.ParseMediaType,
+// which allocates, and with the same result.
+func parseMediaRange(part string) (mt string, q float64, ok bool) {
+	for _, known := range [...]string{mediaTypeJSON, mediaTypeSSE, "*/*"} {
+		if strings.EqualFold(part, known) {
+			return known, 1, true
+		}
+	}
+	mt, params, err := mime.ParseMediaType(part)
+	if err != nil {
+		return "", 0, false
+	}
+	q = 1.0
+	if v, ok := params["q"]; ok {
+		if q, err = strconv.ParseFloat(v, 64); err != nil || q < 0 || q > 1 {
+			return "", 0, false
+		}
+	}
+	return mt, q, true
+}
+
+// Media types of the HTTP transport's bodies.
+const (
+	mediaTypeJSON = "application/json"
+	mediaTypeSSE  = "text/event-stream"
+)
+
+// isJSONMediaType reports whether a Content-Type header value names
+// application/json (any parameters). The plain value is recognized without
+// mime.ParseMediaType, which allocates.
+func isJSONMediaType(contentType string) bool {
+	if strings.EqualFold(strings.TrimSpace(contentType), mediaTypeJSON) {
+		return true
+	}
+	mt, _, err := mime.ParseMediaType(contentType)
+	return err == nil && mt == mediaTypeJSON
 }
 
 // acceptQuality is the quality an Accept header gives one media type: that
@@ -82,15 +119,16 @@ type acceptQuality struct {
 }
 
 // consider takes the range mt (lower-case, as mime.ParseMediaType returns
-// it) with quality q into account for the media type typ/subtype.
-func (a *acceptQuality) consider(mt, typ, subtype string, q float64) {
+// it) with quality q into account for the media type full, whose type/*
+// range is anyOfType.
+func (a *acceptQuality) consider(mt, anyOfType, full string, q float64) {
 	specificity := 0
 	switch mt {
 	case "*/*":
 		specificity = 1
-	case typ + "/*":
+	case anyOfType:
 		specificity = 2
-	case typ + "/" + subtype:
+	case full:
 		specificity = 3
 	}
 	switch {

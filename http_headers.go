@@ -5,6 +5,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/textproto"
 	"strconv"
 	"strings"
 )
@@ -29,13 +31,14 @@ type ToolSchemaSource interface {
 }
 
 // checkMirroredHeaders validates the mirrored headers of a 2026 request
-// (header as requestHeader returns it) against its body; the Mcp-Param
-// headers of a tools/call when d is a ToolSchemaSource.
-func checkMirroredHeaders(d Dispatcher, header map[string]string, msg *postedMessage) *RPCError {
-	if rerr := checkMirrored(header, headerProtocolVersion, msg.metaVersion, false); rerr != nil {
+// against its body; the Mcp-Param headers of a tools/call when d is a
+// ToolSchemaSource. header is the request's; a header's value is its first
+// one, trimmed, as Request.Header holds it.
+func checkMirroredHeaders(d Dispatcher, header http.Header, msg *postedMessage) *RPCError {
+	if rerr := checkMirrored(header, httpHeaderProtocolVersion, headerProtocolVersion, msg.metaVersion, false); rerr != nil {
 		return rerr
 	}
-	if rerr := checkMirrored(header, headerMethod, msg.method, false); rerr != nil {
+	if rerr := checkMirroredString(header, headerMethod, headerMethod, msg.method, false); rerr != nil {
 		return rerr
 	}
 	member := ""
@@ -51,42 +54,81 @@ func checkMirroredHeaders(d Dispatcher, header map[string]string, msg *postedMes
 		return nil
 	}
 	raw, _ := lookupMember(msg.env.params, member)
-	value, ok := decodeString(raw)
-	if !ok {
-		return nil // the dispatcher refuses the params themselves
+	if end, _, err := scanString(raw, 0); len(raw) < 2 || raw[0] != '"' || err != nil || end != len(raw) {
+		return nil // not a string: the dispatcher refuses the params themselves
 	}
-	if rerr := checkMirrored(header, headerName, value, true); rerr != nil {
+	if rerr := checkMirrored(header, headerName, headerName, raw, true); rerr != nil {
 		return rerr
 	}
 	if src, ok := d.(ToolSchemaSource); ok && msg.method == methodToolsCall {
 		arguments, _ := lookupMember(msg.env.params, "arguments")
-		return checkParamHeaders(header, src.ToolInputSchema(value), arguments)
+		name, _ := decodeString(raw)
+		return checkParamHeaders(header, src.ToolInputSchema(name), arguments)
 	}
 	return nil
 }
 
-// checkMirrored checks that header name is present and equals want; an
-// encoded value (the =?base64?…?= sentinel) is decoded first when encoded is
-// true.
-func checkMirrored(header map[string]string, name, want string, encoded bool) *RPCError {
-	got, ok := header[strings.ToLower(name)]
-	if !ok {
-		return headerMismatch("required header %s is missing", name)
+// requestHeaderValue returns the first value of the header key (in
+// net/http's canonical form), trimmed, and whether the request carries it.
+func requestHeaderValue(header http.Header, key string) (string, bool) {
+	values := header[key]
+	if len(values) == 0 {
+		return "", false
 	}
-	if !isHeaderValue(got) {
-		return headerMismatch("%s header value has invalid characters", name)
+	return strings.TrimSpace(values[0]), true
+}
+
+// checkMirrored checks that the header key is present and equals the
+// string whose JSON text is want (a want that is not a string counts as "");
+// an encoded value (the =?base64?…?= sentinel) is decoded first when encoded
+// is true. name is the header's name in error messages. A plain string is
+// compared as it stands in the body, without being copied.
+func checkMirrored(header http.Header, key, name string, want json.RawMessage, encoded bool) *RPCError {
+	got, rerr := mirroredValue(header, key, name, encoded)
+	if rerr != nil {
+		return rerr
 	}
-	if encoded {
-		decoded, err := decodeHeaderValue(got)
-		if err != nil {
-			return headerMismatch("%s header value is not valid Base64", name)
-		}
-		got = decoded
+	if content := plainStringContent(want); content != nil && string(content) == got {
+		return nil
+	}
+	body, _ := decodeString(want)
+	if got != body {
+		return headerMismatch("%s header value %q does not match body value %q", name, got, body)
+	}
+	return nil
+}
+
+// checkMirroredString is checkMirrored for a body value already decoded.
+func checkMirroredString(header http.Header, key, name, want string, encoded bool) *RPCError {
+	got, rerr := mirroredValue(header, key, name, encoded)
+	if rerr != nil {
+		return rerr
 	}
 	if got != want {
 		return headerMismatch("%s header value %q does not match body value %q", name, got, want)
 	}
 	return nil
+}
+
+// mirroredValue returns the value of the mirrored header key, decoded when
+// encoded is true, or the -32020 error that refuses it: missing, invalid
+// characters, invalid Base64.
+func mirroredValue(header http.Header, key, name string, encoded bool) (string, *RPCError) {
+	got, ok := requestHeaderValue(header, key)
+	if !ok {
+		return "", headerMismatch("required header %s is missing", name)
+	}
+	if !isHeaderValue(got) {
+		return "", headerMismatch("%s header value has invalid characters", name)
+	}
+	if encoded {
+		decoded, err := decodeHeaderValue(got)
+		if err != nil {
+			return "", headerMismatch("%s header value is not valid Base64", name)
+		}
+		got = decoded
+	}
+	return got, nil
 }
 
 // isHeaderValue reports whether v has only the characters a header value may
@@ -121,7 +163,7 @@ type headerSchema struct {
 // checkParamHeaders checks the Mcp-Param-{Name} headers of a tools/call: for
 // every property the schema annotates with x-mcp-header whose value the
 // arguments carry (not null), the header must be present and equal it.
-func checkParamHeaders(header map[string]string, schema, arguments json.RawMessage) *RPCError {
+func checkParamHeaders(header http.Header, schema, arguments json.RawMessage) *RPCError {
 	if !bytes.Contains(schema, []byte(`"x-mcp-header"`)) {
 		return nil
 	}
@@ -138,7 +180,7 @@ func checkParamHeaders(header map[string]string, schema, arguments json.RawMessa
 	return root.checkParams(header, args)
 }
 
-func (s headerSchema) checkParams(header map[string]string, value any) *RPCError {
+func (s headerSchema) checkParams(header http.Header, value any) *RPCError {
 	obj, _ := value.(map[string]any)
 	for name, prop := range s.Properties {
 		v, present := obj[name]
@@ -159,18 +201,11 @@ func (s headerSchema) checkParams(header map[string]string, value any) *RPCError
 
 // checkParamHeader checks the header Mcp-Param-{name} against v, a string,
 // a boolean or an integer (compared numerically).
-func checkParamHeader(header map[string]string, name string, v any) *RPCError {
+func checkParamHeader(header http.Header, name string, v any) *RPCError {
 	full := headerParamPrefix + name
-	got, ok := header[strings.ToLower(full)]
-	if !ok {
-		return headerMismatch("required header %s is missing", full)
-	}
-	if !isHeaderValue(got) {
-		return headerMismatch("%s header value has invalid characters", full)
-	}
-	decoded, err := decodeHeaderValue(got)
-	if err != nil {
-		return headerMismatch("%s header value is not valid Base64", full)
+	decoded, rerr := mirroredValue(header, textproto.CanonicalMIMEHeaderKey(full), full, true)
+	if rerr != nil {
+		return rerr
 	}
 	var match bool
 	switch v := v.(type) {

@@ -146,11 +146,14 @@ func (c *guardedConn) CloseWrite() error {
 // framingScan follows the lines of a connection's input to find a block of
 // header lines (lines without a blank one between them) that names both
 // Content-Length and Transfer-Encoding. It keeps a few bytes of the current
-// line only, and looks at each line's first bytes, not at the rest.
+// line only, and looks at each line's first bytes, not at the rest: a line
+// whose first byte starts neither header nor a blank line is skipped to its
+// end at once.
 type framingScan struct {
 	start     [len("transfer-encoding:")]byte // the current line's first bytes, lower-cased
 	n         int                             // how many of them
 	long      bool                            // the line has more bytes than start holds
+	other     bool                            // the line's first byte rules it out: none of it is kept
 	length    bool                            // the block names Content-Length
 	encoding  bool                            // the block names Transfer-Encoding
 	ambiguous bool                            // a block named both: reads fail
@@ -165,8 +168,15 @@ func (s *framingScan) scan(p []byte) int {
 		lineStart = -1 // the current line began in an earlier read
 	}
 	for i := 0; i < len(p); {
+		if s.n == 0 && !s.long {
+			switch lower(p[i]) {
+			case 'c', 't', '\r', '\n':
+			default:
+				s.other = true
+			}
+		}
 		// Take the line's first bytes, up to what start holds.
-		for ; i < len(p) && p[i] != '\n' && s.n < len(s.start); i++ {
+		for ; !s.other && i < len(p) && p[i] != '\n' && s.n < len(s.start); i++ {
 			s.start[s.n] = lower(p[i])
 			s.n++
 		}
@@ -195,7 +205,7 @@ func (s *framingScan) scan(p []byte) int {
 			s.ambiguous = true
 			return max(lineStart, 0)
 		}
-		s.n, s.long = 0, false
+		s.n, s.long, s.other = 0, false, false
 		i++
 		lineStart = i
 	}

@@ -140,6 +140,9 @@ func TestFramingScan(t *testing.T) {
 		{"names inside lines", "X-Content-Length: 1\r\nX: transfer-encoding: chunked\r\n", -1},
 		{"folded", "Content-Length: 1\r\n Transfer-Encoding: chunked\r\n", -1},
 		{"JSON", `{"a":"Content-Length: 1","b":"Transfer-Encoding: chunked"}`, -1},
+		{"among lines skipped whole", "Host: a\r\nContent-Length: 1\r\nAccept: */*\r\nX: y\r\nTransfer-Encoding: chunked\r\n\r\n", len("Host: a\r\nContent-Length: 1\r\nAccept: */*\r\nX: y\r\n")},
+		{"a blank line between", "Content-Length: 1\r\n\r\nTransfer-Encoding: chunked\r\n", -1},
+		{"a blank line after a skipped one", "Content-Length: 1\r\nX: y\r\n\r\nTransfer-Encoding: chunked\r\n", -1},
 	}
 	for _, tt := range tests {
 		for _, step := range []int{1, 2, 7, len(tt.input)} {

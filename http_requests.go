@@ -12,46 +12,55 @@ import (
 // its request to the session's owner and writes what the owner hands back.
 
 // serveSessionPost serves a POST of the initialize era: an initialize, which
-// starts a session, or a message of an existing session.
-func (h *HTTPHandler) serveSessionPost(w http.ResponseWriter, r *http.Request, msg *postedMessage) {
-	x := &httpExchange{streamWriter: newStreamWriter(), msg: msg, header: requestHeader(r), values: r.Context(), version: r.Header.Get(headerProtocolVersion)}
+// starts a session, or a message of an existing session, named's: the live
+// session its Mcp-Session-Id named when it arrived (nil for none).
+func (h *HTTPHandler) serveSessionPost(w http.ResponseWriter, r *http.Request, msg *postedMessage, named *httpSession) {
+	x := &httpExchange{streamWriter: newStreamWriter(), msg: *msg, header: h.messageHeader(r, msg, true), values: r.Context(), version: r.Header.Get(httpHeaderProtocolVersion)}
+	msg = &x.msg
 	var s *httpSession
 	if r.Header.Get(headerSessionID) == "" && msg.method == methodInitialize && msg.isRequest() {
 		delete(x.header, headerProtocolVersion) // initialize negotiates the version itself
 		if h.closing() {
-			writeJSONFrame(w, http.StatusOK, errorFrame(msg.id, errShuttingDown))
+			writeJSONFrame(w, http.StatusOK, errorFrame(msg.id(), errShuttingDown))
 			return
 		}
-		if s = h.startSession(x, principalBinding(PrincipalFromContext(r.Context())), h.sessionClientKey(r), h.clientKey(r)); s == nil {
-			writeJSONFrame(w, http.StatusServiceUnavailable, errorFrame(msg.id, errSessionCapacity))
+		client, _ := h.sessionClientName(r)
+		if s = h.startSession(x, principalBinding(PrincipalFromContext(r.Context())), client, h.clientName(r, nil)); s == nil {
+			writeJSONFrame(w, http.StatusServiceUnavailable, errorFrame(msg.id(), errSessionCapacity))
 			return
 		}
-	} else if s = h.sessionFor(w, r); s == nil {
+	} else if s = h.namedSession(w, r, named); s == nil {
 		return
 	}
 	if h.closing() && msg.isRequest() {
 		w.Header().Set(headerSessionID, s.id)
-		writeJSONFrame(w, http.StatusOK, errorFrame(msg.id, errShuttingDown))
+		writeJSONFrame(w, http.StatusOK, errorFrame(msg.id(), errShuttingDown))
 		return
 	}
 	if !s.post(x) {
 		httpError(w, http.StatusNotFound, "Session not found")
 		return
 	}
-	s.serveWriter(x.streamWriter, newSSEWriter(w, h.opts.WriteTimeout), r.Context(), 0, x)
+	sse := newSSEWriter(w, h.opts.WriteTimeout)
+	s.serveWriter(&x.streamWriter, &sse, r.Context(), 0, x)
 }
 
 // sessionFor returns the session a request names, answering the request
-// itself when there is none: 400 without Mcp-Session-Id, 404 for an unknown
-// or ended session, or one another principal created (a session belongs to
-// its principal, not to a token: a fresh token of the same one keeps it).
+// itself when there is none it may use (see namedSession).
 func (h *HTTPHandler) sessionFor(w http.ResponseWriter, r *http.Request) *httpSession {
-	id := r.Header.Get(headerSessionID)
-	if id == "" {
+	return h.namedSession(w, r, h.sessions.get(r.Header.Get(headerSessionID)))
+}
+
+// namedSession returns s, the live session a request's Mcp-Session-Id names
+// (nil for none), answering the request itself when it may not use one:
+// 400 without Mcp-Session-Id, 404 for an unknown or ended session, or one
+// another principal created (a session belongs to its principal, not to a
+// token: a fresh token of the same one keeps it).
+func (h *HTTPHandler) namedSession(w http.ResponseWriter, r *http.Request, s *httpSession) *httpSession {
+	if r.Header.Get(headerSessionID) == "" {
 		httpError(w, http.StatusBadRequest, "Bad Request: Mcp-Session-Id header is required")
 		return nil
 	}
-	s := h.sessions.get(id)
 	if s != nil && s.owner != principalBinding(PrincipalFromContext(r.Context())) {
 		s = nil
 	}
@@ -78,7 +87,8 @@ func (h *HTTPHandler) serveGet(w http.ResponseWriter, r *http.Request) {
 	if s == nil {
 		return
 	}
-	g := getRequest{w: newStreamWriter(), lastEventID: r.Header.Get(headerLastEventID), version: r.Header.Get(headerProtocolVersion), reply: make(chan getVerdict, 1)}
+	writer := newStreamWriter()
+	g := getRequest{w: &writer, lastEventID: r.Header.Get(headerLastEventID), version: r.Header.Get(httpHeaderProtocolVersion), reply: make(chan getVerdict, 1)}
 	if !s.control(g) {
 		httpError(w, http.StatusNotFound, "Session not found")
 		return
@@ -95,7 +105,8 @@ func (h *HTTPHandler) serveGet(w http.ResponseWriter, r *http.Request) {
 		httpError(w, v.status, v.message)
 		return
 	}
-	sse := newSSEWriter(w, h.opts.WriteTimeout)
+	sseW := newSSEWriter(w, h.opts.WriteTimeout)
+	sse := &sseW
 	sse.start()
 	if !sse.flush() {
 		s.control(writerGone{w: g.w})
@@ -160,6 +171,9 @@ func (s *httpSession) serveWriter(w *streamWriter, sse *sseWriter, ctx context.C
 		select {
 		case b := <-w.batches:
 			ok := write(b)
+			if b.unreported {
+				return
+			}
 			s.control(writerReport{w: w, x: x, batch: b, ok: ok})
 			if b.final || !ok {
 				return

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -30,13 +31,18 @@ const maxSessionStreams = 64
 // before the loop starts and read-only after; the rest are owned by the loop.
 type httpSession struct {
 	id      string
-	owner   string // principalBinding of its creator ("" without authorization)
-	creator string // the client that created it, for MaxClientSessions
+	owner   string     // principalBinding of its creator ("" without authorization)
+	creator clientName // the client that created it, for MaxClientSessions
 	h       *HTTPHandler
 	posts   chan *httpExchange // messages POSTed to the session
-	ctl     chan any           // GETs, DELETEs and the reports of its writers (see onControl)
-	shed    chan struct{}      // capacity 1: the handler's replay budget asks for bytes back
+	ctl     chan any           // GETs, DELETEs, the reports of its writers and its idle timer (see onControl)
 	done    chan struct{}      // closed when the loop exits: the session has ended
+
+	// shedAsked says the handler's replay budget asks the session for bytes
+	// back; it is set by any session's owner, which then wakes this one
+	// through changes (see askShed), so that the loop waits on one channel
+	// for both.
+	shedAsked atomic.Bool
 
 	conn    *connection
 	client  *clientEntry // whose share the session's work counts against
@@ -59,11 +65,12 @@ type httpSession struct {
 }
 
 // httpExchange is one POST being answered: the route of its message in the
-// session's connection. Its goroutine is a streamWriter; the fields below
-// are the owner's.
+// session's connection. Its goroutine is a streamWriter, held in the same
+// record (one allocation for the POST's parts); the fields below are the
+// owner's.
 type httpExchange struct {
-	*streamWriter
-	msg    *postedMessage
+	streamWriter
+	msg    postedMessage
 	header map[string]string
 	values context.Context
 	// version is the MCP-Protocol-Version the request carried, "" for none.
@@ -81,12 +88,12 @@ type httpExchange struct {
 func newSessionID() string { return rand.Text() }
 
 // startSession starts a session whose first message is the initialize x, for
-// the principal owner; its work counts against the executor client clientKey
-// names (HTTPOptions.ClientKey's, or the principal's), "" for a client of
-// its own; creator is the client that creates it. The caller then hands it
-// x. It returns nil when MaxSessions are live, or MaxClientSessions of the
-// creator's.
-func (h *HTTPHandler) startSession(x *httpExchange, owner, clientKey, creator string) *httpSession {
+// the principal owner; its work counts against the executor client
+// client names (HTTPOptions.ClientKey's, or the principal's), the zero name
+// for a client of its own; creator is the client that creates it. The
+// caller then hands it x. It returns nil when MaxSessions are live, or
+// MaxClientSessions of the creator's.
+func (h *HTTPHandler) startSession(x *httpExchange, owner string, client, creator clientName) *httpSession {
 	s := &httpSession{
 		id:      newSessionID(),
 		owner:   owner,
@@ -94,7 +101,6 @@ func (h *HTTPHandler) startSession(x *httpExchange, owner, clientKey, creator st
 		h:       h,
 		posts:   make(chan *httpExchange),
 		ctl:     make(chan any),
-		shed:    make(chan struct{}, 1),
 		done:    make(chan struct{}),
 		streams: make(map[uint64]*eventStream),
 		changes: newChangeBox(),
@@ -102,10 +108,10 @@ func (h *HTTPHandler) startSession(x *httpExchange, owner, clientKey, creator st
 	if !h.sessions.add(s) {
 		return nil
 	}
-	if clientKey == "" {
-		clientKey = sessionClientKey(s.id)
+	if client == (clientName{}) {
+		client = sessionClientName(s.id)
 	}
-	s.client = h.clients.acquire(clientKey)
+	s.client = h.clients.acquire(client)
 	s.conn = newConnection(connConfig{
 		dispatcher:       h.dispatcher,
 		out:              s,
@@ -123,7 +129,10 @@ func (h *HTTPHandler) startSession(x *httpExchange, owner, clientKey, creator st
 	if !h.ownsExec {
 		s.executorDone = h.executor.Done()
 	}
-	s.idle = time.NewTimer(h.opts.SessionIdleTimeout)
+	// The idle timer reports through ctl rather than being a case of the
+	// loop's select: a timer channel costs each select that waits on it a
+	// trip through the timer heap.
+	s.idle = time.AfterFunc(h.opts.SessionIdleTimeout, func() { s.control(idleTimerFired{}) })
 	s.touch()
 	h.changes.add(s.changes)
 	go s.loop()
@@ -147,11 +156,10 @@ func (s *httpSession) loop() {
 		case call := <-s.conn.calls:
 			err = s.conn.onPeerCall(call)
 		case <-s.changes.signal:
+			if s.shedAsked.Swap(false) {
+				s.shedReplay()
+			}
 			err = s.conn.onChanges(s.changes.take())
-		case <-s.shed:
-			s.shedReplay()
-		case <-s.idle.C:
-			s.onIdleTimer()
 		case <-s.executorDone:
 			s.executorDone = nil
 			err = ErrExecutorClosed
@@ -293,7 +301,7 @@ func (s *httpSession) startStream(x *httpExchange) {
 	l := s.newStream()
 	x.answerStream = l
 	if !x.gone {
-		l.writer, x.streamWriter.stream = x.streamWriter, l
+		l.writer, x.streamWriter.stream = &x.streamWriter, l
 	}
 	if s.conn.session.ProtocolVersion >= ProtocolVersion20251125 {
 		l.retry = s.h.opts.SSERetry
@@ -302,15 +310,18 @@ func (s *httpSession) startStream(x *httpExchange) {
 }
 
 // handPlain hands x its whole answer: status and body (status 0: an empty
-// stream).
+// stream). x carries nothing of the session after it, so the session lets
+// go of it at once (leave) rather than when its writer reports: the writer
+// makes no report of this batch, and the POST is answered without another
+// turn of the owner.
 func (s *httpSession) handPlain(x *httpExchange, status int, body []byte) {
 	x.answered = true
 	if x.gone {
 		return
 	}
-	b := streamBatch{plain: status != 0, status: status, body: body, final: true}
+	b := streamBatch{plain: status != 0, status: status, body: body, final: true, unreported: true}
 	x.batches <- b // x is idle: nothing was handed to it before
-	x.busy = true
+	s.leave(&x.streamWriter)
 }
 
 // pump hands l's writer the events it has not had yet, when it is idle.
@@ -377,6 +388,9 @@ type getVerdict struct {
 // deleteRequest ends the session.
 type deleteRequest struct{ reply chan struct{} }
 
+// idleTimerFired says the session's idle timer fired.
+type idleTimerFired struct{}
+
 // onControl takes an event from the session's control channel.
 func (s *httpSession) onControl(ev any) {
 	switch ev := ev.(type) {
@@ -389,6 +403,8 @@ func (s *httpSession) onControl(ev any) {
 	case deleteRequest:
 		s.ended = true
 		close(ev.reply)
+	case idleTimerFired:
+		s.onIdleTimer()
 	case func():
 		ev() // runs on the owner: how tests look at the session's state
 	}
@@ -646,15 +662,19 @@ func (s *httpSession) enforceReplayBudget(l *eventStream, seq uint64) {
 		case victim == nil:
 			return
 		case victim != s:
-			select {
-			case victim.shed <- struct{}{}:
-			default:
-			}
+			victim.askShed()
 			return
 		case !s.dropOldestEvent(l, seq):
 			return
 		}
 	}
+}
+
+// askShed asks the session's owner, from any goroutine, to give bytes back
+// (shedReplay) when it next wakes; it never blocks.
+func (s *httpSession) askShed() {
+	s.shedAsked.Store(true)
+	s.changes.wake()
 }
 
 // shedReplay gives bytes back while the handler's sessions keep more than
@@ -720,7 +740,7 @@ type sessionTable struct {
 
 	mu       sync.Mutex
 	byID     map[string]*httpSession
-	byClient map[string]int // live sessions by the client that created them
+	byClient map[clientName]int // live sessions by the client that created them
 }
 
 func (t *sessionTable) get(id string) *httpSession {

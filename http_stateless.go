@@ -12,14 +12,17 @@ import (
 // cancellation, outcome and subscription code, with one message and the
 // response as its output.
 
-// statelessPost is the outlet of a 2026 POST's connection: it writes the
-// answer on the response itself, bounded by WriteTimeout. Owned by the
-// POST's goroutine.
+// statelessPost is a 2026 POST being served and the outlet of its
+// connection: it writes the answer on the response itself, bounded by
+// WriteTimeout. What the POST needs is in this one record, so that serving
+// it costs one allocation for them all. Owned by the POST's goroutine.
 type statelessPost struct {
-	msg      *postedMessage
-	sse      *sseWriter
-	request  bool // the message is a request, answered with a response
-	answered bool // the answer is complete: the POST is done
+	sse      sseWriter
+	conn     connection   // the message's connection
+	sub      Submitter    // the connection's
+	res      *Reservation // the body's bytes, which its answer's join (see postedMessage.holdAnswer)
+	request  bool         // the message is a request, answered with a response
+	answered bool         // the answer is complete: the POST is done
 }
 
 // serveStateless serves a 2026-07-28 message: its headers must mirror its
@@ -32,28 +35,35 @@ func (h *HTTPHandler) serveStateless(w http.ResponseWriter, r *http.Request, msg
 		writeJSONFrame(w, http.StatusBadRequest, errorFrame("", invalidRequest("a 2026-07-28 client sends no responses")))
 		return
 	}
-	header := requestHeader(r)
 	if msg.hasMeta && !msg.isNotification() {
-		if rerr := checkMirroredHeaders(h.dispatcher, header, msg); rerr != nil {
-			writeJSONFrame(w, http.StatusBadRequest, errorFrame(msg.id, rerr))
+		if rerr := checkMirroredHeaders(h.dispatcher, r.Header, msg); rerr != nil {
+			writeJSONFrame(w, http.StatusBadRequest, errorFrame(msg.id(), rerr))
 			return
 		}
 	}
-	p := &statelessPost{msg: msg, sse: newSSEWriter(w, h.opts.WriteTimeout), request: msg.isRequest()}
+	// msg stays in the caller's frame: the connection copies what it
+	// needs of it, and the record keeps only the body's reservation.
+	p := &statelessPost{sse: newSSEWriter(w, h.opts.WriteTimeout), res: msg.res, request: msg.isRequest()}
 	if h.closing() {
-		p.answer(nil, errorFrame(msg.id, errShuttingDown))
+		p.answer(nil, errorFrame(msg.id(), errShuttingDown))
 		return
 	}
-	conn := newConnection(connConfig{
+	var listenQuota quota // only a listen stream takes a place in it
+	if msg.method == methodSubscriptionsListen {
+		listenQuota = h.listens.forClient(r)
+	}
+	h.initSubmitterFor(&p.sub, msg)
+	conn := &p.conn
+	conn.init(connConfig{
 		dispatcher:       h.dispatcher,
 		out:              p,
-		sub:              h.submitterFor(msg),
+		sub:              &p.sub,
 		log:              h.opts.Logger,
 		values:           r.Context(),
 		requestTimeout:   h.opts.RequestTimeout,
 		transport:        TransportStreamableHTTP,
 		maxSubscriptions: h.opts.MaxSubscriptions,
-		listenQuota:      h.listens.forClient(r),
+		listenQuota:      listenQuota,
 		noClientRequests: true,
 	})
 	defer conn.close()
@@ -68,7 +78,7 @@ func (h *HTTPHandler) serveStateless(w http.ResponseWriter, r *http.Request, msg
 		defer t.Stop()
 		keepAlive = t.C
 	}
-	if err := conn.onMessage(message{env: msg.env, size: msg.size, header: header, hold: msg.res}); err != nil {
+	if err := conn.onMessage(message{env: msg.env, size: msg.size, header: h.messageHeader(r, msg, false), hold: msg.res}); err != nil {
 		return // the executor closed: answered already
 	}
 	var quit <-chan struct{} // a listen stream ends with CloseStreams; a request runs to its end
@@ -121,7 +131,7 @@ func (p *statelessPost) answer(_ route, frame []byte) error {
 		return nil
 	}
 	p.answered = true
-	p.msg.holdAnswer(frame)
+	holdAnswer(p.res, frame)
 	switch {
 	case p.sse.started && frame != nil:
 		p.sse.events([]streamEvent{{frame: frame}})

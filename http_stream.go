@@ -121,6 +121,10 @@ type streamBatch struct {
 	body   []byte
 	final  bool
 	last   uint64 // the sequence number of the last event, for the owner's bookkeeping
+	// unreported says the owner let go of the writer when it handed this
+	// final batch (see handPlain): the writer writes it and reports
+	// nothing.
+	unreported bool
 }
 
 // streamWriter is one connection that carries a session's answers: the
@@ -138,22 +142,28 @@ type streamWriter struct {
 	gone    bool         // its goroutine left: nothing more is handed
 }
 
-func newStreamWriter() *streamWriter { return &streamWriter{batches: make(chan streamBatch, 1)} }
+// newStreamWriter returns an idle writer; the caller keeps it where it
+// lives (the owner refers to it by its address).
+func newStreamWriter() streamWriter { return streamWriter{batches: make(chan streamBatch, 1)} }
 
 // sseWriter writes one HTTP response: a plain answer or SSE events. Each
 // write and flush must finish within timeout (when positive): a client that
 // stops reading fails the response instead of blocking its writer. Owned by
 // the goroutine that serves the response.
 type sseWriter struct {
-	w       http.ResponseWriter
-	rc      *http.ResponseController
+	w http.ResponseWriter
+	// rc is held by value, so that the writer costs no allocation of its
+	// own beside whatever holds it.
+	rc      http.ResponseController
 	timeout time.Duration
 	started bool // the response is an SSE stream whose header was sent
 	failed  bool // a write failed: the connection is gone
 }
 
-func newSSEWriter(w http.ResponseWriter, timeout time.Duration) *sseWriter {
-	return &sseWriter{w: w, rc: http.NewResponseController(w), timeout: timeout}
+// newSSEWriter returns the writer of the response w; the caller keeps it
+// where it lives (its methods take its address).
+func newSSEWriter(w http.ResponseWriter, timeout time.Duration) sseWriter {
+	return sseWriter{w: w, rc: *http.NewResponseController(w), timeout: timeout}
 }
 
 // deadline bounds the next write; a response that cannot take deadlines is
@@ -171,7 +181,7 @@ func (s *sseWriter) start() {
 	}
 	s.started = true
 	h := s.w.Header()
-	h.Set("Content-Type", "text/event-stream")
+	h.Set("Content-Type", mediaTypeSSE)
 	h.Set("Cache-Control", "no-cache, no-transform")
 	h.Set("X-Accel-Buffering", "no")
 	s.w.WriteHeader(http.StatusOK)

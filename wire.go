@@ -30,4 +30,8 @@ const (
 	headerName        = "Mcp-Name"
 	headerParamPrefix = "Mcp-Param-"
 	headerLastEventID = "Last-Event-ID"
+	// httpHeaderProtocolVersion is headerProtocolVersion as net/http's
+	// Header keys spell it, so that looking it up in an http.Header costs
+	// no canonicalization (TestHTTPHeaderKeysCanonical checks both).
+	httpHeaderProtocolVersion = "Mcp-Protocol-Version"
 )
