@@ -9,7 +9,9 @@ import (
 // The stdio transport's owner loop: the coordinator drives one connection
 // (conn.go) from a source of decoded messages and writes its frames through
 // one frameWriter. stdin → reader goroutine → coordinator → executor worker →
-// coordinator → writer goroutine → stdout.
+// coordinator → stdout, the coordinator writing itself where the output has
+// write deadlines (a non-blocking pipe, the in-memory transport's output),
+// else through a writing goroutine.
 
 // messageSource is where a coordinator's input comes from, decoded: the
 // lines of a byte stream (lineSource), or the messages of an in-process
@@ -92,6 +94,12 @@ func (c *coordinator) serve() error {
 			}
 			continue
 		}
+		// Nothing is ready: the frames taken since the last wait go out
+		// before this one (a direct writer's; a writing goroutine has
+		// them already).
+		if err := c.outputFailed(c.writer.flush()); err != nil {
+			return c.stopped(err)
+		}
 		var err error
 		select {
 		case in := <-c.inputReady():
@@ -132,7 +140,7 @@ func (c *coordinator) stopped(err error) error {
 
 // maxSpun bounds how many events in a row serve takes through spinForEvent
 // before its full select gives every other source (cancellation, calls,
-// changes) its turn.
+// changes) its turn, and a direct writer's frames taken meanwhile go out.
 const maxSpun = 64
 
 // spinForEvent takes, without blocking, an event from the sources that are
