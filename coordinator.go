@@ -143,20 +143,27 @@ func (c *coordinator) stopped(err error) error {
 // changes) its turn, and a direct writer's frames taken meanwhile go out.
 const maxSpun = 64
 
+// maxYields is how many times in a row spinForEvent yields the processor
+// waiting for an event.
+const maxYields = 2
+
 // spinForEvent takes, without blocking, an event from the sources that are
 // busy under load: executor outcomes, input lines and the writer's events.
-// Each time none is ready it yields the processor (twice at most): the
-// worker or writer just handed something usually produces the next event
-// meanwhile, which is then taken here instead of after parking in the
-// select, whose wake-up costs far more than a yield. It reports whether it
-// took an event.
+// While an answer or a write is outstanding and no event is ready, it yields
+// the processor (maxYields times at most): the worker or writer just handed
+// something usually produces the next event meanwhile, which is then taken
+// here instead of after parking in the select, whose wake-up costs more
+// than a yield (without yielding, the binary answered about a third fewer
+// calls at window 64 on two cores). With nothing outstanding only input can
+// come, and the coordinator does not yield: the frames it took are written
+// and it waits. It reports whether it took an event.
 func (c *coordinator) spinForEvent() (bool, error) {
 	if c.spun >= maxSpun {
 		c.spun = 0
 		return false, nil
 	}
 	c.spun++
-	for range 2 {
+	for yields := 0; ; yields++ {
 		select {
 		case o := <-c.conn.sub.Outcomes():
 			return true, c.conn.onOutcome(o)
@@ -165,6 +172,9 @@ func (c *coordinator) spinForEvent() (bool, error) {
 		case event := <-c.writer.pending():
 			return true, c.outputFailed(c.writer.handle(event))
 		default:
+		}
+		if yields == maxYields || c.conn.pending() == 0 && !c.writer.writing() {
+			break
 		}
 		runtime.Gosched()
 	}

@@ -249,6 +249,10 @@ func (w *frameWriter) start() {
 	}
 }
 
+// writing reports whether a write is in flight on the writing goroutine
+// (helper mode; a direct write is never in flight between calls).
+func (w *frameWriter) writing() bool { return w.busy }
+
 // backlog is the length of the frames waiting for the next write.
 func (w *frameWriter) backlog() int { return w.queuedBytes }
 
