@@ -164,13 +164,23 @@ func (c *coordinator) spinForEvent() (bool, error) {
 	}
 	c.spun++
 	for yields := 0; ; yields++ {
+		// One channel at a time: a receive that finds its channel empty
+		// takes no lock, where a select of several locks them all. The
+		// writer's events come first, so that a writing goroutine is kept
+		// busy, then answers, then input.
+		select {
+		case event := <-c.writer.pending():
+			return true, c.outputFailed(c.writer.handle(event))
+		default:
+		}
 		select {
 		case o := <-c.conn.sub.Outcomes():
 			return true, c.conn.onOutcome(o)
+		default:
+		}
+		select {
 		case in := <-c.inputReady():
 			return true, c.onInbound(in)
-		case event := <-c.writer.pending():
-			return true, c.outputFailed(c.writer.handle(event))
 		default:
 		}
 		if yields == maxYields || c.conn.pending() == 0 && !c.writer.writing() {
