@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -160,5 +161,51 @@ func TestNewMemoryTransportRefusesStreams(t *testing.T) {
 	}
 	if _, _, err := NewMemoryTransport(newTestDispatcher(), Options{MaxLineBytes: -1}); err == nil {
 		t.Fatal("NewMemoryTransport with a bad option: want an error")
+	}
+}
+
+// Several goroutines receiving at once get every message exactly once, and
+// none waits while a message is there to take: all arrive before the input
+// ends.
+func TestMemoryTransportConcurrentReceivers(t *testing.T) {
+	const n, receivers = 500, 4
+	c, done := startMemory(t, newTestDispatcher(), Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), safetyTimeout)
+	defer cancel()
+	got := make(chan string, n)
+	var wg sync.WaitGroup
+	for range receivers {
+		wg.Go(func() {
+			for {
+				m, err := c.Receive(ctx)
+				if err != nil {
+					return
+				}
+				got <- string(m)
+			}
+		})
+	}
+	for id := range n {
+		if err := c.Send(ctx, fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"echo","params":{}}`, id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen := map[string]bool{}
+	for range n {
+		m := waitFor(t, got, "the next message")
+		if seen[m] {
+			t.Fatalf("%s received twice", m)
+		}
+		seen[m] = true
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitFor(t, done, "Serve to return"); err != nil {
+		t.Fatalf("Serve = %v", err)
+	}
+	wg.Wait() // each receiver got io.EOF
+	if len(got) != 0 {
+		t.Fatalf("%d more messages than sent", len(got))
 	}
 }
