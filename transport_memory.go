@@ -163,7 +163,9 @@ func (c *MemoryClient) take() (json.RawMessage, bool) {
 	c.outbox = c.outbox[1:]
 	c.outboxBytes -= len(m)
 	if len(c.outbox) > 0 {
-		wake(c.ready) // for another Receive waiting
+		// One wake-up may stand for several messages queued while no
+		// Receive waited: pass it on to the next.
+		wake(c.ready)
 	}
 	wake(c.room)
 	return m, true
