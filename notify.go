@@ -67,9 +67,10 @@ var ErrInvalidNotification = errors.New("mcpstdio: invalid notification")
 //   - an *OutputError, when this write failed or timed out, which is terminal
 //     for the connection: part of the frame may have been written;
 //   - ctx.Err(), when ctx ended first. If the coordinator had not taken the
-//     call yet, nothing is written; once it took it (it takes a call at
-//     once, queueing the frame behind a write in flight), the frame may
-//     still be written afterwards: treat the outcome as unknown.
+//     call yet, nothing is written; once it took it (at once, or when the
+//     write it makes itself returns, within WriteTimeout; the frame then
+//     waits for the next write), the frame may still be written
+//     afterwards: treat the outcome as unknown.
 func (t *Transport) Notify(ctx context.Context, method string, params any) error {
 	frame, err := t.notificationFrame(method, params)
 	if err != nil {

@@ -305,9 +305,7 @@ func readLines(lr *lineReader, out chan<- inbound, ahead *lookahead, stop <-chan
 			in.readErr = err
 		}
 		wait := ahead.reserve(len(in.line))
-		select {
-		case out <- in:
-		case <-stop:
+		if !sendInbound(out, in, stop) {
 			return
 		}
 		if in.eof || in.readErr != nil {
@@ -320,6 +318,29 @@ func readLines(lr *lineReader, out chan<- inbound, ahead *lookahead, stop <-chan
 				return
 			}
 		}
+	}
+}
+
+// sendInbound hands in over, blocking while out is full; it reports false,
+// having sent nothing, once stop is closed. It tries each channel alone
+// before it waits on both: an operation on one channel that cannot proceed
+// takes no lock, where a select of several locks them all.
+func sendInbound(out chan<- inbound, in inbound, stop <-chan struct{}) bool {
+	select {
+	case <-stop:
+		return false
+	default:
+	}
+	select {
+	case out <- in:
+		return true
+	default:
+	}
+	select {
+	case out <- in:
+		return true
+	case <-stop:
+		return false
 	}
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -27,9 +28,10 @@ func NewMemoryTransport(d Dispatcher, opts Options) (*Transport, *MemoryClient, 
 		return nil, nil, errors.New("mcpstdio: NewMemoryTransport: Options.Input and Output must be nil")
 	}
 	c := &MemoryClient{
-		in:   make(chan inbound, linesBuffer),
-		turn: make(chan struct{}, 1),
-		out:  make(chan json.RawMessage),
+		in:    make(chan inbound, linesBuffer),
+		turn:  make(chan struct{}, 1),
+		ready: make(chan struct{}, 1),
+		room:  make(chan struct{}, 1),
 	}
 	opts.Input, opts.Output = memoryInput{}, (*memoryOutput)(c)
 	t, err := NewTransport(d, opts)
@@ -54,12 +56,21 @@ type MemoryClient struct {
 	turn   chan struct{}
 	closed bool // set under turn
 
-	// out carries the server's messages to Receive. deadline is the write
-	// deadline the server's writer set last (see memoryOutput).
-	out        chan json.RawMessage
-	deadlineMu sync.Mutex
-	deadline   time.Time
+	// The server's messages not yet received, oldest first, and their
+	// length: at most memoryOutputBytes, or one message, as a pipe holds
+	// what its reader has not read yet. ready (capacity 1) is signalled
+	// when a message is queued, room when one is received. deadline is the
+	// write deadline the server set last (see memoryOutput). Guarded by mu.
+	mu          sync.Mutex
+	outbox      []json.RawMessage
+	outboxBytes int
+	deadline    time.Time
+	ready, room chan struct{}
 }
+
+// memoryOutputBytes is how much of the server's output a MemoryClient holds
+// before the server's write waits for Receive: a Linux pipe's capacity.
+const memoryOutputBytes = 64 << 10
 
 // Send hands msg, one JSON-RPC message, to the server, which reads it as it
 // reads a line of input: over MaxLineBytes (counting the newline a line
@@ -115,22 +126,70 @@ func (c *MemoryClient) deliver(ctx context.Context, in inbound) error {
 
 // Receive returns the next message the server wrote, a complete JSON-RPC
 // message without a trailing newline. It blocks until one arrives, ctx ends
-// (ctx.Err()), or Serve has returned and nothing more can arrive (io.EOF).
-// A server whose messages are not received in time fails its write as it
-// would on a pipe nobody reads (Options.WriteTimeout).
+// (ctx.Err()), or Serve has returned and every message it wrote was
+// received (io.EOF). What the server wrote and the client has not received
+// yet is held up to 64 KiB, as a pipe holds it; beyond that the server's
+// write waits for Receive, and fails as it would on a pipe nobody reads if
+// nothing is received within Options.WriteTimeout.
 func (c *MemoryClient) Receive(ctx context.Context) (json.RawMessage, error) {
-	select {
-	case <-c.served:
-		return nil, io.EOF // a Serve that ended normally wrote everything first
-	default:
+	for {
+		if m, ok := c.take(); ok {
+			return m, nil
+		}
+		select {
+		case <-c.ready:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-c.served:
+			// Serve has returned: nothing more is written, and what was
+			// written before is queued already.
+			if m, ok := c.take(); ok {
+				return m, nil
+			}
+			return nil, io.EOF
+		}
 	}
+}
+
+// take removes the oldest message of the outbox, if any.
+func (c *MemoryClient) take() (json.RawMessage, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.outbox) == 0 {
+		return nil, false
+	}
+	m := c.outbox[0]
+	c.outbox[0] = nil
+	c.outbox = c.outbox[1:]
+	c.outboxBytes -= len(m)
+	if len(c.outbox) > 0 {
+		// One wake-up may stand for several messages queued while no
+		// Receive waited: pass it on to the next.
+		wake(c.ready)
+	}
+	wake(c.room)
+	return m, true
+}
+
+// put adds m to the outbox if it fits, and reports whether it did.
+func (c *MemoryClient) put(m json.RawMessage) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.outbox) > 0 && c.outboxBytes+len(m) > memoryOutputBytes {
+		return false
+	}
+	c.outbox = append(c.outbox, m)
+	c.outboxBytes += len(m)
+	wake(c.ready)
+	return true
+}
+
+// wake wakes the waiter of ch (capacity 1), if any, or the next one; a
+// signal already pending stands for this one.
+func wake(ch chan struct{}) {
 	select {
-	case m := <-c.out:
-		return m, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-c.served:
-		return nil, io.EOF
+	case ch <- struct{}{}:
+	default:
 	}
 }
 
@@ -142,42 +201,46 @@ func (s *memorySource) events() <-chan inbound { return s.in }
 func (s *memorySource) taken(inbound)          {}
 func (s *memorySource) close()                 {}
 
-// memoryOutput is the server's output: each frame a Write carries is handed
-// to Receive as one message. It takes write deadlines, as a non-blocking
-// pipe does, so that a write the client never receives returns once the
-// writer gave up on it.
+// memoryOutput is the server's output: each frame a Write carries is queued
+// for Receive as one message. It takes write deadlines, as a non-blocking
+// pipe does, so the coordinator writes to it itself (and has set one before
+// it writes): a write that finds the outbox full waits for Receive until the
+// deadline.
 type memoryOutput MemoryClient
 
 func (o *memoryOutput) SetWriteDeadline(t time.Time) error {
-	o.deadlineMu.Lock()
-	defer o.deadlineMu.Unlock()
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	o.deadline = t
 	return nil
 }
 
 func (o *memoryOutput) Write(p []byte) (int, error) {
-	o.deadlineMu.Lock()
-	d := o.deadline
-	o.deadlineMu.Unlock()
-	var timer <-chan time.Time
-	if !d.IsZero() {
-		t := time.NewTimer(time.Until(d))
-		defer t.Stop()
-		timer = t.C
-	}
+	c := (*MemoryClient)(o)
+	var expired <-chan time.Time // armed when the outbox is first found full
 	n := 0
 	for len(p) > n {
-		end := n
-		for end < len(p) && p[end] != '\n' {
-			end++
+		end := n + bytes.IndexByte(p[n:], '\n')
+		if end < n {
+			end = len(p)
 		}
 		msg := json.RawMessage(append([]byte(nil), p[n:end]...))
-		select {
-		case o.out <- msg:
-		case <-timer:
-			return n, os.ErrDeadlineExceeded
-		case <-o.served:
-			return n, ErrClosed
+		for !c.put(msg) {
+			if expired == nil {
+				c.mu.Lock()
+				d := c.deadline
+				c.mu.Unlock()
+				if !d.IsZero() {
+					t := time.NewTimer(time.Until(d))
+					defer t.Stop()
+					expired = t.C
+				}
+			}
+			select {
+			case <-c.room:
+			case <-expired:
+				return n, os.ErrDeadlineExceeded
+			}
 		}
 		n = min(end+1, len(p))
 	}

@@ -3,8 +3,11 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -91,18 +94,64 @@ func TestMemoryTransportServesARuntime(t *testing.T) {
 }
 
 // A client that does not receive fails the server's write as a pipe nobody
-// reads does: Serve returns the write timeout and nothing is left running.
+// reads does, once a pipe's worth of messages waits: Serve returns the write
+// timeout and nothing is left running; what was written before the timeout
+// is still received, the message that timed out is gone.
 func TestMemoryTransportUnreadOutputTimesOut(t *testing.T) {
-	c, done := startMemory(t, newTestDispatcher(), Options{WriteTimeout: 20 * time.Millisecond})
-	if err := c.Send(context.Background(), []byte(`{"jsonrpc":"2.0","id":1,"method":"echo","params":{}}`)); err != nil {
-		t.Fatal(err)
+	// One worker: the answers are written in order.
+	c, done := startMemory(t, newTestDispatcher(), Options{WriteTimeout: 20 * time.Millisecond, MaxConcurrency: 1})
+	pad := strings.Repeat("x", memoryOutputBytes/3)
+	for id := range 3 { // the third answer does not fit beside the first two
+		msg := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"echo","params":{"pad":"%s"}}`, id, pad)
+		if err := c.Send(context.Background(), []byte(msg)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	err := waitFor(t, done, "Serve to return")
-	if !errors.Is(err, ErrOutputFailed) || !errors.Is(err, ErrWriteTimeout) {
-		t.Fatalf("Serve = %v, want the write timeout", err)
+	if !errors.Is(err, ErrOutputFailed) || !errors.Is(err, ErrWriteTimeout) || !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("Serve = %v, want the write timeout of the output's deadline", err)
+	}
+	for id := range 2 {
+		m, err := c.Receive(context.Background())
+		if err != nil || !strings.HasPrefix(string(m), fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,`, id)) {
+			t.Fatalf("Receive = %.40q, %v; want the answer to %d, written before the timeout", m, err, id)
+		}
 	}
 	if _, err := c.Receive(context.Background()); !errors.Is(err, io.EOF) {
 		t.Fatalf("Receive = %v, want io.EOF: the timed-out message is gone", err)
+	}
+}
+
+// A client may send far ahead of receiving, as over pipes: the answers wait
+// for it (up to a pipe's worth) while the server goes on taking messages.
+func TestMemoryTransportClientSendsAheadOfReceiving(t *testing.T) {
+	const n = 200 // far more than the server takes ahead of its answers
+	c, done := startMemory(t, newTestDispatcher(), Options{WriteTimeout: time.Hour})
+	ctx, cancel := context.WithTimeout(context.Background(), safetyTimeout)
+	defer cancel()
+	for id := range n {
+		if err := c.Send(ctx, fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"echo","params":{}}`, id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	answered := map[string]bool{}
+	for range n {
+		m, err := c.Receive(ctx)
+		if err != nil {
+			t.Fatalf("Receive after %d answers: %v", len(answered), err)
+		}
+		answered[string(m)] = true
+	}
+	for id := range n {
+		if want := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{}}`, id); !answered[want] {
+			t.Fatalf("no answer %s", want)
+		}
+	}
+	if err := waitFor(t, done, "Serve to return"); err != nil {
+		t.Fatalf("Serve = %v", err)
 	}
 }
 
@@ -112,5 +161,51 @@ func TestNewMemoryTransportRefusesStreams(t *testing.T) {
 	}
 	if _, _, err := NewMemoryTransport(newTestDispatcher(), Options{MaxLineBytes: -1}); err == nil {
 		t.Fatal("NewMemoryTransport with a bad option: want an error")
+	}
+}
+
+// Several goroutines receiving at once get every message exactly once, and
+// none waits while a message is there to take: all arrive before the input
+// ends.
+func TestMemoryTransportConcurrentReceivers(t *testing.T) {
+	const n, receivers = 500, 4
+	c, done := startMemory(t, newTestDispatcher(), Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), safetyTimeout)
+	defer cancel()
+	got := make(chan string, n)
+	var wg sync.WaitGroup
+	for range receivers {
+		wg.Go(func() {
+			for {
+				m, err := c.Receive(ctx)
+				if err != nil {
+					return
+				}
+				got <- string(m)
+			}
+		})
+	}
+	for id := range n {
+		if err := c.Send(ctx, fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"echo","params":{}}`, id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen := map[string]bool{}
+	for range n {
+		m := waitFor(t, got, "the next message")
+		if seen[m] {
+			t.Fatalf("%s received twice", m)
+		}
+		seen[m] = true
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitFor(t, done, "Serve to return"); err != nil {
+		t.Fatalf("Serve = %v", err)
+	}
+	wg.Wait() // each receiver got io.EOF
+	if len(got) != 0 {
+		t.Fatalf("%d more messages than sent", len(got))
 	}
 }

@@ -33,27 +33,32 @@ type deadlineWriter interface {
 	SetWriteDeadline(t time.Time) error
 }
 
-// frameWriter writes frames to the output on its own goroutine, one write
-// at a time, so that its owner (a connection's owner goroutine) can stop
-// waiting for a write that does not return. Frames handed over while a write
-// is in flight are queued and go out together, in order, in the next write
-// (SPEC §3): a write carries whole frames only. The queue holds only what
-// became ready during one write; the owner bounds it by taking no more input
-// while backlog is large. All methods are called by the owner only.
+// frameWriter writes a connection's frames to its output, one write at a
+// time, in the order they are handed over, each write bounded by
+// WriteTimeout; a write carries whole frames only, several when several
+// became ready together (SPEC §3). How it writes depends on the output:
+//
+//   - direct, when the output has write deadlines (deadlineWriter, and
+//     setting one succeeds): the owner writes itself. queue adds a frame to
+//     the next write, which flush performs (the owner calls it before it
+//     waits for its next event) or queue does once directFlushBytes wait.
+//     The output's write deadline ends a write that has not returned
+//     WriteTimeout after it began (at most deadlineSlack later), so the
+//     owner is never blocked longer than that.
+//   - helper, otherwise: a goroutine performs each write while the owner
+//     goes on, and the owner gives up on a write that has not returned
+//     after WriteTimeout (its goroutine, stuck in a Write that may never
+//     return, is abandoned). Frames handed over while a write is in flight
+//     are queued and go out together, in order, in the next write.
+//
+// The frames waiting hold only what became ready during one write (or before
+// one flush); the owner bounds them by taking no more input while backlog is
+// large. All methods are called by the owner only.
 type frameWriter struct {
 	out       io.Writer
-	deadlines deadlineWriter // nil when the output does not support deadlines
+	deadlines deadlineWriter // the output's deadlines: direct mode; nil in helper mode
 	timeout   time.Duration
-	frames    chan outFrame // to the writing goroutine; closed by close
-	err       error         // the terminal error, once a write failed; then nothing more is written
-
-	// events carries each write's result and, as errTimerFired, each firing
-	// of timer. At most one write is in flight and the timer is re-armed
-	// only after its event was taken, so its buffer of two never fills.
-	events chan error
-
-	busy    bool      // a write was handed over and its result not yet taken
-	started time.Time // when the write in flight was handed over
+	err       error // the terminal error, once a write failed; then nothing more is written
 
 	// The frames waiting for the next write, their total length, and the
 	// acknowledgements to send once they are written.
@@ -66,6 +71,21 @@ type frameWriter struct {
 	// frames; spare is the one to join the next several into.
 	joined, spare []byte
 
+	// The output's write deadline (direct mode), moved only when it lies
+	// less than WriteTimeout ahead, to WriteTimeout plus deadlineSlack
+	// ahead: a write is ended between WriteTimeout and WriteTimeout plus
+	// deadlineSlack after it began, and the deadline (a timer update of the
+	// runtime's poller) is not moved per write.
+	deadline time.Time
+
+	// Helper mode only.
+	frames chan []byte // to the writing goroutine; closed by close
+	// events carries each write's result and, as errTimerFired, each firing
+	// of timer. At most one write is in flight and the timer is re-armed
+	// only after its event was taken, so its buffer of two never fills.
+	events  chan error
+	busy    bool      // a write was handed over and its result not yet taken
+	started time.Time // when the write in flight was handed over
 	// timer is armed lazily: when a write is handed over and it is not
 	// armed, it is set for that write's WriteTimeout; when it fires it is
 	// re-armed for the write then in flight, if any. Resetting a timer per
@@ -73,60 +93,74 @@ type frameWriter struct {
 	// timer channel in the owner's select costs a timer update per wait.
 	timer *time.Timer
 	armed bool // set until the firing's event was taken
-
-	// The output's write deadline, moved at most once per WriteTimeout, to
-	// twice WriteTimeout ahead, so a write the reader never drains returns
-	// at the latest 2*WriteTimeout after it began (the owner has given up on
-	// it after WriteTimeout).
-	deadline time.Time
 }
 
-// outFrame is a write handed to the writing goroutine, with the write
-// deadline to set first (zero: keep the current one).
-type outFrame struct {
-	frame    []byte
-	deadline time.Time
-}
+// directFlushBytes is how many bytes of frames a direct writer lets wait for
+// the owner's flush before queue writes them itself: under a steady load
+// the owner may take event after event without waiting, and what its
+// client waits for must not pile up meanwhile. 64 KiB is a Linux pipe's
+// capacity: waiting for more would not reach the client sooner.
+const directFlushBytes = 64 << 10
 
-// newFrameWriter starts the writing goroutine. The caller must call close.
+// deadlineSlack is how much later than WriteTimeout after its start a direct
+// write may be ended by the output's deadline (see frameWriter.deadline).
+func deadlineSlack(timeout time.Duration) time.Duration { return timeout / 64 }
+
+// newFrameWriter returns the writer of out, direct when out has write
+// deadlines (which it clears), otherwise with its writing goroutine started.
+// The caller must call close.
 func newFrameWriter(out io.Writer, timeout time.Duration) *frameWriter {
-	w := &frameWriter{
-		out:     out,
-		timeout: timeout,
-		frames:  make(chan outFrame),
-		events:  make(chan error, 2),
-	}
-	w.timer = time.AfterFunc(time.Hour, func() { w.events <- errTimerFired })
-	w.timer.Stop()
+	w := &frameWriter{out: out, timeout: timeout}
 	if dw, ok := out.(deadlineWriter); ok && dw.SetWriteDeadline(time.Time{}) == nil {
 		w.deadlines = dw
+		return w
 	}
+	w.frames = make(chan []byte)
+	w.events = make(chan error, 2)
+	w.timer = time.AfterFunc(time.Hour, func() { w.events <- errTimerFired })
+	w.timer.Stop()
 	go w.loop()
 	return w
 }
 
+// loop is the helper mode's writing goroutine.
 func (w *frameWriter) loop() {
-	for f := range w.frames {
-		if !f.deadline.IsZero() {
-			w.deadlines.SetWriteDeadline(f.deadline)
-		}
-		n, err := w.out.Write(f.frame)
-		if err == nil && n != len(f.frame) {
-			err = io.ErrShortWrite
-		}
-		w.events <- err
+	for b := range w.frames {
+		w.events <- writeAll(w.out, b)
 	}
 }
 
-// queue hands frame over to be written: at once when no write is in
-// flight, else with the next write. done, when not nil, receives exactly one
-// reply: nil once the write that carried frame succeeded, the *OutputError
-// when it failed or timed out (part of it may have been written), or an
-// error matching ErrTransportDown when an earlier write failed first and
-// frame was never handed to the output. A failure or timeout is terminal:
-// queue returns the *OutputError, then and on every later call, without
-// writing; nothing is ever retried, as a timed-out Write may already have
-// written part of its frames. frame must not change until it is written.
+// writeAll writes b to out. A Write that takes part of b without an error
+// (as the OS may take part of a write to a pipe; an *os.File completes such
+// writes itself) is called again for the rest, at once: nothing else is
+// written in between, and a direct writer's deadline, set before, bounds
+// them all. A Write that takes nothing and reports no error, or claims more
+// than it was given, fails with io.ErrShortWrite.
+func writeAll(out io.Writer, b []byte) error {
+	for len(b) > 0 {
+		n, err := out.Write(b)
+		if err != nil {
+			return err
+		}
+		if n <= 0 || n > len(b) {
+			return io.ErrShortWrite
+		}
+		b = b[n:]
+	}
+	return nil
+}
+
+// queue hands frame over to be written: in direct mode with the owner's next
+// flush (or at once, when directFlushBytes are waiting); in helper mode at
+// once when no write is in flight, else with the next write. done, when not
+// nil, receives exactly one reply: nil once the write that carried frame
+// succeeded, the *OutputError when it failed or timed out (part of it may
+// have been written), or an error matching ErrTransportDown when an earlier
+// write failed first and frame was never handed to the output. A failure or
+// timeout is terminal: queue (or flush) returns the *OutputError, then and
+// on every later call, without writing; nothing is ever retried, as a
+// timed-out Write may already have written part of its frames. frame must
+// not change until it is written.
 func (w *frameWriter) queue(frame []byte, done chan<- peerReply) error {
 	if w.err != nil {
 		if done != nil {
@@ -139,15 +173,21 @@ func (w *frameWriter) queue(frame []byte, done chan<- peerReply) error {
 	if done != nil {
 		w.queuedAcks = append(w.queuedAcks, done)
 	}
-	if !w.busy {
+	switch {
+	case w.deadlines != nil:
+		if w.queuedBytes >= directFlushBytes {
+			return w.flush()
+		}
+	case !w.busy:
 		w.start()
 	}
 	return nil
 }
 
-// start hands the queued frames to the writing goroutine as one write; the
-// goroutine is idle.
-func (w *frameWriter) start() {
+// take returns the queued frames as one write, the frames' own buffer when
+// there is one, else joined into the spare buffer; their acknowledgements
+// become those of the write in flight.
+func (w *frameWriter) take() []byte {
 	var b []byte
 	if len(w.queued) == 1 {
 		b = w.queued[0]
@@ -161,19 +201,57 @@ func (w *frameWriter) start() {
 	clear(w.queued)
 	w.queued, w.queuedBytes = w.queued[:0], 0
 	w.inflightAcks, w.queuedAcks = w.queuedAcks, w.inflightAcks[:0]
-	out := outFrame{frame: b}
-	now := time.Now()
-	if w.deadlines != nil && w.deadline.Sub(now) < w.timeout {
-		w.deadline = now.Add(2 * w.timeout)
-		out.deadline = w.deadline
+	return b
+}
+
+// written records that the write in flight returned err: its frames are
+// acknowledged, or the writer fails. It returns the terminal error, if any.
+func (w *frameWriter) written(err error) error {
+	if w.joined != nil {
+		w.spare, w.joined = w.joined, nil
 	}
-	w.frames <- out // the goroutine is idle: the previous write has returned
-	w.busy, w.started = true, now
+	if err != nil {
+		w.fail(&OutputError{Err: w.cause(err)})
+		return w.err
+	}
+	w.acknowledge(nil)
+	return nil
+}
+
+// flush performs, in direct mode, the write of the frames queued, and
+// returns the terminal error, if any. It blocks until the write returns:
+// at most WriteTimeout (plus deadlineSlack) when the output does not take
+// it. In helper mode the frames are on their way already and flush does
+// nothing.
+func (w *frameWriter) flush() error {
+	if w.deadlines == nil || len(w.queued) == 0 || w.err != nil {
+		return w.err
+	}
+	b := w.take()
+	if now := time.Now(); w.deadline.Sub(now) < w.timeout {
+		w.deadline = now.Add(w.timeout + deadlineSlack(w.timeout))
+		if err := w.deadlines.SetWriteDeadline(w.deadline); err != nil {
+			return w.written(fmt.Errorf("set the write deadline: %w", err))
+		}
+	}
+	return w.written(writeAll(w.out, b))
+}
+
+// start hands the queued frames to the writing goroutine as one write; the
+// goroutine is idle (helper mode).
+func (w *frameWriter) start() {
+	b := w.take()
+	w.frames <- b // the goroutine is idle: the previous write has returned
+	w.busy, w.started = true, time.Now()
 	if !w.armed {
 		w.timer.Reset(w.timeout)
 		w.armed = true
 	}
 }
+
+// writing reports whether a write is in flight on the writing goroutine
+// (helper mode; a direct write is never in flight between calls).
+func (w *frameWriter) writing() bool { return w.busy }
 
 // backlog is the length of the frames waiting for the next write.
 func (w *frameWriter) backlog() int { return w.queuedBytes }
@@ -181,6 +259,9 @@ func (w *frameWriter) backlog() int { return w.queuedBytes }
 // wait blocks until every frame handed over is written, or a write has
 // failed or timed out, and returns the terminal error, if any.
 func (w *frameWriter) wait() error {
+	if err := w.flush(); err != nil {
+		return err
+	}
 	for w.busy {
 		w.handle(<-w.events)
 	}
@@ -188,7 +269,8 @@ func (w *frameWriter) wait() error {
 }
 
 // pending returns the channel of the writer's events for the owner's select,
-// nil when none can arrive. What arrives must be passed to handle.
+// nil when none can arrive (always, in direct mode). What arrives must be
+// passed to handle.
 func (w *frameWriter) pending() <-chan error {
 	if !w.busy && !w.armed {
 		return nil
@@ -196,22 +278,17 @@ func (w *frameWriter) pending() <-chan error {
 	return w.events
 }
 
-// handle takes one event: the result of the write in flight, after which
-// the queued frames, if any, go out in the next write; or the timer's
-// firing, after which the write in flight, if any, has timed out if it began
-// WriteTimeout ago (otherwise the timer is re-armed for it). It returns the
-// terminal error, if any.
+// handle takes one event (helper mode): the result of the write in flight,
+// after which the queued frames, if any, go out in the next write; or the
+// timer's firing, after which the write in flight, if any, has timed out if
+// it began WriteTimeout ago (otherwise the timer is re-armed for it). It
+// returns the terminal error, if any.
 func (w *frameWriter) handle(event error) error {
 	switch {
 	case event != errTimerFired:
 		w.busy = false
-		if event != nil {
-			w.fail(&OutputError{Err: w.cause(event)})
-			return w.err
-		}
-		w.acknowledge(nil)
-		if w.joined != nil {
-			w.spare, w.joined = w.joined, nil
+		if err := w.written(event); err != nil {
+			return err
 		}
 		if len(w.queued) > 0 {
 			w.start()
@@ -254,11 +331,9 @@ func (w *frameWriter) fail(err error) {
 // errTimerFired is the event of the write timer's firing.
 var errTimerFired = errors.New("write timer fired")
 
-// cause returns the cause to report for a failed write. The output's own
-// write deadline lies at least WriteTimeout after the write began, so it may
-// expire just before the timer does; that is the same timeout, so it is
-// reported as ErrWriteTimeout (still wrapping the output's error), whichever
-// of the two fired first.
+// cause returns the cause to report for a failed write: the expiry of the
+// output's write deadline (direct mode) is the write timeout, so it is
+// reported as ErrWriteTimeout, still wrapping the output's error.
 func (w *frameWriter) cause(err error) error {
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		return fmt.Errorf("%w after %v: %w", ErrWriteTimeout, w.timeout, err)
@@ -266,14 +341,15 @@ func (w *frameWriter) cause(err error) error {
 	return err
 }
 
-// close ends the writing goroutine once its current write, if any, returns.
-// The output's write deadline is cleared unless a write is still in flight,
-// which the deadline is left to end; a goroutine stuck in a Write that never
-// returns is abandoned.
+// close releases the writer. Frames still queued are not written. In direct
+// mode the output's write deadline is cleared; in helper mode the writing
+// goroutine ends once its current write, if any, returns (one stuck in a
+// Write that never returns is abandoned).
 func (w *frameWriter) close() {
+	if w.deadlines != nil {
+		w.deadlines.SetWriteDeadline(time.Time{})
+		return
+	}
 	close(w.frames)
 	w.timer.Stop()
-	if w.deadlines != nil && w.err == nil && !w.busy {
-		w.deadlines.SetWriteDeadline(time.Time{})
-	}
 }
