@@ -42,9 +42,9 @@ type deadlineWriter interface {
 //     setting one succeeds): the owner writes itself. queue adds a frame to
 //     the next write, which flush performs (the owner calls it before it
 //     waits for its next event) or queue does once directFlushBytes wait.
-//     The output's write deadline ends a write that has not returned
-//     WriteTimeout after it began (at most deadlineSlack later), so the
-//     owner is never blocked longer than that.
+//     The output's write deadline, set for each write, ends one that has
+//     not returned WriteTimeout after it began, so the owner is never
+//     blocked longer than that, exactly as a helper's owner would wait.
 //   - helper, otherwise: a goroutine performs each write while the owner
 //     goes on, and the owner gives up on a write that has not returned
 //     after WriteTimeout (its goroutine, stuck in a Write that may never
@@ -71,12 +71,6 @@ type frameWriter struct {
 	// frames; spare is the one to join the next several into.
 	joined, spare []byte
 
-	// The output's write deadline (direct mode), moved only when it lies
-	// less than WriteTimeout ahead, to WriteTimeout plus deadlineSlack
-	// ahead: a write is ended between WriteTimeout and WriteTimeout plus
-	// deadlineSlack after it began, and the deadline (a timer update of the
-	// runtime's poller) is not moved per write.
-	deadline time.Time
 
 	// Helper mode only.
 	frames chan []byte // to the writing goroutine; closed by close
@@ -102,9 +96,6 @@ type frameWriter struct {
 // capacity: waiting for more would not reach the client sooner.
 const directFlushBytes = 64 << 10
 
-// deadlineSlack is how much later than WriteTimeout after its start a direct
-// write may be ended by the output's deadline (see frameWriter.deadline).
-func deadlineSlack(timeout time.Duration) time.Duration { return timeout / 64 }
 
 // newFrameWriter returns the writer of out, direct when out has write
 // deadlines (which it clears), otherwise with its writing goroutine started.
@@ -220,19 +211,15 @@ func (w *frameWriter) written(err error) error {
 
 // flush performs, in direct mode, the write of the frames queued, and
 // returns the terminal error, if any. It blocks until the write returns:
-// at most WriteTimeout (plus deadlineSlack) when the output does not take
-// it. In helper mode the frames are on their way already and flush does
+// at most WriteTimeout when the output does not take it. In helper mode the frames are on their way already and flush does
 // nothing.
 func (w *frameWriter) flush() error {
 	if w.deadlines == nil || len(w.queued) == 0 || w.err != nil {
 		return w.err
 	}
 	b := w.take()
-	if now := time.Now(); w.deadline.Sub(now) < w.timeout {
-		w.deadline = now.Add(w.timeout + deadlineSlack(w.timeout))
-		if err := w.deadlines.SetWriteDeadline(w.deadline); err != nil {
-			return w.written(fmt.Errorf("set the write deadline: %w", err))
-		}
+	if err := w.deadlines.SetWriteDeadline(time.Now().Add(w.timeout)); err != nil {
+		return w.written(fmt.Errorf("set the write deadline: %w", err))
 	}
 	return w.written(writeAll(w.out, b))
 }
