@@ -71,7 +71,6 @@ type frameWriter struct {
 	// frames; spare is the one to join the next several into.
 	joined, spare []byte
 
-
 	// Helper mode only.
 	frames chan []byte // to the writing goroutine; closed by close
 	// events carries each write's result and, as errTimerFired, each firing
@@ -95,7 +94,6 @@ type frameWriter struct {
 // client waits for must not pile up meanwhile. 64 KiB is a Linux pipe's
 // capacity: waiting for more would not reach the client sooner.
 const directFlushBytes = 64 << 10
-
 
 // newFrameWriter returns the writer of out, direct when out has write
 // deadlines (which it clears), otherwise with its writing goroutine started.
