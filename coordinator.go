@@ -47,6 +47,7 @@ type coordinator struct {
 
 func newCoordinator(ctx context.Context, t *Transport, source messageSource, writer *frameWriter) *coordinator {
 	c := &coordinator{ctx: ctx, t: t, source: source, input: source.events(), writer: writer, stopWatch: func() {}}
+	writer.abort = ctx.Done()
 	c.conn = newConnection(connConfig{
 		dispatcher:       t.dispatcher,
 		out:              c,
@@ -126,6 +127,9 @@ func (c *coordinator) serve() error {
 // stopped ends serving after err: when the executor closed, every pending
 // request is answered -32603 "Request worker failed" first.
 func (c *coordinator) stopped(err error) error {
+	if errors.Is(err, errWriteAborted) {
+		return c.ctx.Err() // the write was ended because Serve was cancelled
+	}
 	if !errors.Is(err, ErrExecutorClosed) {
 		return err
 	}
@@ -223,7 +227,7 @@ func (c *coordinator) changeSignal() <-chan struct{} {
 
 // outputFailed logs a terminal output error, which ends the connection.
 func (c *coordinator) outputFailed(err error) error {
-	if err != nil {
+	if err != nil && !errors.Is(err, errWriteAborted) {
 		c.t.opts.Logger.Error("mcpstdio: output failed; closing the connection", "err", err)
 	}
 	return err

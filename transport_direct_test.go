@@ -93,7 +93,10 @@ func (o *stalledOutput) Write(p []byte) (int, error) {
 	}
 	d := o.deadline
 	o.mu.Unlock()
-	o.entered <- struct{}{}
+	select {
+	case o.entered <- struct{}{}:
+	default: // a write it polls again: the test waits for the first
+	}
 	if d.IsZero() {
 		select {} // never returns, as a blocked pipe without a deadline
 	}
@@ -125,8 +128,8 @@ func TestDirectWriteTimeoutEndsTheTransport(t *testing.T) {
 	out.mu.Lock()
 	writes, off := out.writes, out.offCoordinator
 	out.mu.Unlock()
-	if writes != 1 || off != 0 {
-		t.Fatalf("%d Writes, %d of them off the coordinator; want one, made by the coordinator", writes, off)
+	if writes < 1 || writes > directPolls || off != 0 {
+		t.Fatalf("%d Writes, %d of them off the coordinator; want one write polled at most %d times, by the coordinator", writes, off, directPolls)
 	}
 	if err := h.tr.Notify(context.Background(), "notifications/x", nil); err == nil {
 		t.Fatal("Notify after the output failed succeeded")

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"sync/atomic"
 	"time"
 )
 
@@ -34,22 +36,35 @@ type deadlineWriter interface {
 }
 
 // frameWriter writes a connection's frames to its output, one write at a
-// time, in the order they are handed over, each write bounded by
-// WriteTimeout; a write carries whole frames only, several when several
-// became ready together (SPEC §3). How it writes depends on the output:
+// time, in the order they are handed over; a write carries whole frames
+// only, several when several became ready together (SPEC §3).
+//
+// WriteTimeout bounds each frame, never a write: a frame fails when the
+// client has not taken it whole WriteTimeout after the frame before it was
+// taken whole (or after its own write began). A client that reads slowly but
+// steadily is never cut off however many frames join one write; one that
+// takes nothing ends the connection WriteTimeout after the write began. How
+// it writes depends on the output:
 //
 //   - direct, when the output has write deadlines (deadlineWriter, and
 //     setting one succeeds): the owner writes itself. queue adds a frame to
 //     the next write, which flush performs (the owner calls it before it
 //     waits for its next event) or queue does once directFlushBytes wait.
-//     The output's write deadline, set for each write, ends one that has
-//     not returned WriteTimeout after it began, so the owner is never
-//     blocked longer than that, exactly as a helper's owner would wait.
+//     A write that the output does not take at once wakes every
+//     WriteTimeout/directPolls (the output's deadline) to see which frames
+//     were taken: the frame in progress fails WriteTimeout after the one
+//     before it was seen taken whole (at most WriteTimeout/directPolls
+//     after it was), and the write ends early when abort is closed.
 //   - helper, otherwise: a goroutine performs each write while the owner
-//     goes on, and the owner gives up on a write that has not returned
-//     after WriteTimeout (its goroutine, stuck in a Write that may never
-//     return, is abandoned). Frames handed over while a write is in flight
-//     are queued and go out together, in order, in the next write.
+//     goes on, in Writes of at most helperPieceBytes of whole frames (one
+//     frame alone when it is longer), recording when each returned; the
+//     owner gives up on a write when its Write in progress has not returned
+//     WriteTimeout after the one before it did (its goroutine, stuck in a
+//     Write that may never return, is abandoned). Frames handed over while a
+//     write is in flight are queued and go out together, in order, in the
+//     next write. The helper cannot see inside a Write, so there a piece of
+//     up to helperPieceBytes stands for a frame: a client that takes 4 KiB
+//     each WriteTimeout is never cut off.
 //
 // The frames waiting hold only what became ready during one write (or before
 // one flush); the owner bounds them by taking no more input while backlog is
@@ -68,8 +83,13 @@ type frameWriter struct {
 	// inflightAcks are the acknowledgements of the write in flight.
 	inflightAcks []chan<- peerReply
 	// joined is the buffer of the write in flight when it carries several
-	// frames; spare is the one to join the next several into.
+	// frames; spare is the one to join the next several into. ends are the
+	// offsets in the write in flight where its frames end.
 	joined, spare []byte
+	ends          []int
+	// abort, when not nil, ends a direct write the output is slow to take
+	// as soon as it is closed (the owner's context: Serve was cancelled).
+	abort <-chan struct{}
 
 	// Helper mode only.
 	frames chan []byte // to the writing goroutine; closed by close
@@ -79,6 +99,11 @@ type frameWriter struct {
 	events  chan error
 	busy    bool      // a write was handed over and its result not yet taken
 	started time.Time // when the write in flight was handed over
+	// progress is when the writing goroutine last finished a piece of the
+	// write in flight, as time since base (monotonic); written by the
+	// goroutine, read by the owner when the timer fires.
+	progress atomic.Int64
+	base     time.Time
 	// timer is armed lazily: when a write is handed over and it is not
 	// armed, it is set for that write's WriteTimeout; when it fires it is
 	// re-armed for the write then in flight, if any. Resetting a timer per
@@ -106,37 +131,138 @@ func newFrameWriter(out io.Writer, timeout time.Duration) *frameWriter {
 	}
 	w.frames = make(chan []byte)
 	w.events = make(chan error, 2)
+	w.base = time.Now()
 	w.timer = time.AfterFunc(time.Hour, func() { w.events <- errTimerFired })
 	w.timer.Stop()
 	go w.loop()
 	return w
 }
 
+// helperPieceBytes bounds one Write of the writing goroutine, in whole
+// frames (a longer frame is written alone): what a pipe takes in one piece
+// (PIPE_BUF), so that a write of many frames is timed piece by piece.
+const helperPieceBytes = 4096
+
+// directPolls is how many times per WriteTimeout a direct write that the
+// output is slow to take wakes to see which of its frames were taken.
+const directPolls = 8
+
 // loop is the helper mode's writing goroutine.
 func (w *frameWriter) loop() {
 	for b := range w.frames {
-		w.events <- writeAll(w.out, b)
+		w.events <- w.writePieces(b)
 	}
 }
 
-// writeAll writes b to out. A Write that takes part of b without an error
-// (as the OS may take part of a write to a pipe; an *os.File completes such
-// writes itself) is called again for the rest, at once: nothing else is
-// written in between, and a direct writer's deadline, set before, bounds
-// them all. A Write that takes nothing and reports no error, or claims more
-// than it was given, fails with io.ErrShortWrite.
-func writeAll(out io.Writer, b []byte) error {
+// writePieces writes b, whole frames, in Writes of at most helperPieceBytes
+// (or one frame), recording in progress when each but the last returned.
+func (w *frameWriter) writePieces(b []byte) error {
 	for len(b) > 0 {
-		n, err := out.Write(b)
-		if err != nil {
+		n := pieceLen(b)
+		if _, err := writeAll(w.out, b[:n]); err != nil {
 			return err
 		}
-		if n <= 0 || n > len(b) {
-			return io.ErrShortWrite
+		if b = b[n:]; len(b) > 0 {
+			w.progress.Store(int64(time.Since(w.base)))
 		}
-		b = b[n:]
 	}
 	return nil
+}
+
+// pieceLen is the length of the first piece of b, whole frames: as many as
+// fit in helperPieceBytes, else the first frame.
+func pieceLen(b []byte) int {
+	if len(b) <= helperPieceBytes {
+		return len(b)
+	}
+	if i := bytes.LastIndexByte(b[:helperPieceBytes], '\n'); i >= 0 {
+		return i + 1
+	}
+	if i := bytes.IndexByte(b, '\n'); i >= 0 {
+		return i + 1
+	}
+	return len(b)
+}
+
+// writeAll writes b to out and returns how much of it was taken. A Write
+// that takes part of b without an error (as the OS may take part of a write
+// to a pipe; an *os.File completes such writes itself) is called again for
+// the rest, at once: nothing else is written in between. A Write that takes
+// nothing and reports no error, or claims more than it was given, fails
+// with io.ErrShortWrite.
+func writeAll(out io.Writer, b []byte) (int, error) {
+	taken := 0
+	for taken < len(b) {
+		n, err := out.Write(b[taken:])
+		valid := n > 0 && n <= len(b)-taken
+		if valid {
+			taken += n
+		}
+		if err != nil {
+			return taken, err
+		}
+		if !valid {
+			return taken, io.ErrShortWrite
+		}
+	}
+	return taken, nil
+}
+
+// writeDirect performs a direct write of b, whose frames end at the offsets
+// ends, bounding each frame by WriteTimeout (see frameWriter). The
+// output's deadline is set for WriteTimeout/directPolls at a time, and at
+// most until the frame in progress is due; when it expires the frames taken
+// are counted, and the write goes on unless the frame in progress is
+// WriteTimeout late or abort is closed. A deadline error before the
+// deadline set is the output's own verdict and ends the write.
+func (w *frameWriter) writeDirect(b []byte, ends []int) error {
+	poll := w.timeout / directPolls
+	now := time.Now()
+	due := now.Add(w.timeout) // when the frame in progress fails
+	taken, next := 0, 0       // bytes taken; ends[next] ends the first frame not taken whole
+	for {
+		deadline := now.Add(poll)
+		if due.Before(deadline) {
+			deadline = due
+		}
+		if err := w.deadlines.SetWriteDeadline(deadline); err != nil {
+			return fmt.Errorf("set the write deadline: %w", err)
+		}
+		n, err := writeAll(w.out, b[taken:])
+		if err == nil {
+			return nil
+		}
+		taken += n
+		now = time.Now()
+		if !errors.Is(err, os.ErrDeadlineExceeded) || now.Before(deadline) {
+			return err
+		}
+		if w.aborted() {
+			return fmt.Errorf("%w: %w", errWriteAborted, err)
+		}
+		if next < len(ends) && taken >= ends[next] {
+			for next < len(ends) && taken >= ends[next] {
+				next++
+			}
+			due = now.Add(w.timeout) // the next frame is due from now
+		}
+		if !now.Before(due) {
+			return err
+		}
+	}
+}
+
+// errWriteAborted is the cause of a direct write ended by abort.
+var errWriteAborted = errors.New("write abandoned: serving was cancelled")
+
+// aborted reports whether abort is closed.
+func (w *frameWriter) aborted() bool {
+	select {
+	case <-w.abort:
+		return true
+	default:
+		return false
+	}
 }
 
 // queue hands frame over to be written: in direct mode with the owner's next
@@ -178,12 +304,15 @@ func (w *frameWriter) queue(frame []byte, done chan<- peerReply) error {
 // become those of the write in flight.
 func (w *frameWriter) take() []byte {
 	var b []byte
+	w.ends = w.ends[:0]
 	if len(w.queued) == 1 {
 		b = w.queued[0]
+		w.ends = append(w.ends, len(b))
 	} else {
 		b = w.spare[:0]
 		for _, f := range w.queued {
 			b = append(b, f...)
+			w.ends = append(w.ends, len(b))
 		}
 		w.joined, w.spare = b, nil
 	}
@@ -199,7 +328,11 @@ func (w *frameWriter) written(err error) error {
 	if w.joined != nil {
 		w.spare, w.joined = w.joined, nil
 	}
-	if err != nil {
+	switch {
+	case errors.Is(err, errWriteAborted):
+		w.fail(fmt.Errorf("%w: %w", ErrTransportDown, err))
+		return w.err
+	case err != nil:
 		w.fail(&OutputError{Err: w.cause(err)})
 		return w.err
 	}
@@ -209,17 +342,16 @@ func (w *frameWriter) written(err error) error {
 
 // flush performs, in direct mode, the write of the frames queued, and
 // returns the terminal error, if any. It blocks until the write returns:
-// at most WriteTimeout when the output does not take it. In helper mode the frames are on their way already and flush does
-// nothing.
+// while the client takes each frame within WriteTimeout of the one before,
+// and at most WriteTimeout (plus WriteTimeout/directPolls) after the last
+// frame it took whole, or WriteTimeout/directPolls after abort closed. In
+// helper mode the frames are on their way already and flush does nothing.
 func (w *frameWriter) flush() error {
 	if w.deadlines == nil || len(w.queued) == 0 || w.err != nil {
 		return w.err
 	}
 	b := w.take()
-	if err := w.deadlines.SetWriteDeadline(time.Now().Add(w.timeout)); err != nil {
-		return w.written(fmt.Errorf("set the write deadline: %w", err))
-	}
-	return w.written(writeAll(w.out, b))
+	return w.written(w.writeDirect(b, w.ends))
 }
 
 // start hands the queued frames to the writing goroutine as one write; the
@@ -283,7 +415,15 @@ func (w *frameWriter) handle(event error) error {
 		w.armed = false
 		return w.err
 	}
-	if left := w.timeout - time.Since(w.started); left > 0 {
+	// The Write in progress began when the write did, or when the
+	// goroutine finished the piece before it.
+	began := w.started
+	if p := w.progress.Load(); p != 0 {
+		if t := w.base.Add(time.Duration(p)); t.After(began) {
+			began = t
+		}
+	}
+	if left := w.timeout - time.Since(began); left > 0 {
 		w.timer.Reset(left)
 		return nil
 	}
