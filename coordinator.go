@@ -47,7 +47,7 @@ type coordinator struct {
 
 func newCoordinator(ctx context.Context, t *Transport, source messageSource, writer *frameWriter) *coordinator {
 	c := &coordinator{ctx: ctx, t: t, source: source, input: source.events(), writer: writer, stopWatch: func() {}}
-	writer.abort = ctx.Done()
+	writer.watch(ctx)
 	c.conn = newConnection(connConfig{
 		dispatcher:       t.dispatcher,
 		out:              c,
@@ -208,12 +208,13 @@ func (c *coordinator) inputReady() <-chan inbound {
 }
 
 // shutdown cancels all work still admitted and releases the connection's
-// goroutines. Nothing more is written.
-func (c *coordinator) shutdown() {
+// goroutines; err is what Serve returns. Nothing more is written: the
+// frames not written get their acknowledgements (ErrTransportDown).
+func (c *coordinator) shutdown(err error) {
 	c.stopWatch()
 	c.conn.close()
 	c.source.close()
-	c.writer.close()
+	c.writer.close(err)
 }
 
 // changeSignal is the channel that says changes are waiting; nil (never

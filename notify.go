@@ -63,7 +63,9 @@ var ErrInvalidNotification = errors.New("mcpstdio: invalid notification")
 //   - ErrClosed, when Serve has not started or has returned normally: nothing
 //     written. While Serve drains after end of input, Notify still writes;
 //   - an error matching ErrTransportDown, when Serve returned with an error
-//     while the call waited for its turn: nothing written;
+//     while the call waited for its turn (nothing written), or while its
+//     frame waited for its write or was being written (part of it may have
+//     been written): every call the transport took gets exactly one reply;
 //   - an *OutputError, when this write failed or timed out, which is terminal
 //     for the connection: part of the frame may have been written;
 //   - ctx.Err(), when ctx ended first. If the coordinator had not taken the
@@ -92,6 +94,9 @@ func (t *Transport) Notify(ctx context.Context, method string, params any) error
 		return r.err
 	case <-ctx.Done():
 		return ctx.Err()
+	case <-t.done:
+		// Serve replied to every call it took before it returned.
+		return (<-call.reply).err
 	}
 }
 

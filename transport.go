@@ -190,7 +190,7 @@ func (t *Transport) Serve(ctx context.Context) (err error) {
 	close(t.started)
 	c := newCoordinator(ctx, t, t.newSource(), newFrameWriter(t.output, t.opts.WriteTimeout))
 	defer func() {
-		c.shutdown()
+		c.shutdown(err)
 		if t.ownsExec {
 			t.executor.Close()
 		}

@@ -428,7 +428,7 @@ func (deadlineExpiredWriter) Write([]byte) (int, error) {
 // failure is still reported as the write timeout.
 func TestOutputDeadlineIsReportedAsWriteTimeout(t *testing.T) {
 	w := newFrameWriter(deadlineExpiredWriter{}, time.Hour)
-	defer w.close()
+	defer w.close(nil)
 	err := w.queueAndWait([]byte("{}\n"))
 	if !errors.Is(err, ErrOutputFailed) || !errors.Is(err, ErrWriteTimeout) || !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("write = %v, want an output-failed write timeout wrapping the deadline error", err)

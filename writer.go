@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -54,7 +55,9 @@ type deadlineWriter interface {
 //     WriteTimeout/directPolls (the output's deadline) to see which frames
 //     were taken: the frame in progress fails WriteTimeout after the one
 //     before it was seen taken whole (at most WriteTimeout/directPolls
-//     after it was), and the write ends early when abort is closed.
+//     after it was). When the owner's context ends (see watch), the
+//     output's deadline is moved to the past, so a write in progress ends
+//     at once and nothing more is written.
 //   - helper, otherwise: a goroutine performs each write while the owner
 //     goes on, in Writes of at most helperPieceBytes of whole frames (one
 //     frame alone when it is longer), recording when each returned; the
@@ -87,9 +90,10 @@ type frameWriter struct {
 	// offsets in the write in flight where its frames end.
 	joined, spare []byte
 	ends          []int
-	// abort, when not nil, ends a direct write the output is slow to take
-	// as soon as it is closed (the owner's context: Serve was cancelled).
-	abort <-chan struct{}
+	// abort is the owner's context's Done channel (see watch): once it is
+	// closed nothing more is written. stopWatch undoes watch.
+	abort     <-chan struct{}
+	stopWatch func()
 
 	// Helper mode only.
 	frames chan []byte // to the writing goroutine; closed by close
@@ -234,11 +238,14 @@ func (w *frameWriter) writeDirect(b []byte, ends []int) error {
 		}
 		taken += n
 		now = time.Now()
-		if !errors.Is(err, os.ErrDeadlineExceeded) || now.Before(deadline) {
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
 			return err
 		}
 		if w.aborted() {
 			return fmt.Errorf("%w: %w", errWriteAborted, err)
+		}
+		if now.Before(deadline) {
+			return err
 		}
 		if next < len(ends) && taken >= ends[next] {
 			for next < len(ends) && taken >= ends[next] {
@@ -254,6 +261,28 @@ func (w *frameWriter) writeDirect(b []byte, ends []int) error {
 
 // errWriteAborted is the cause of a direct write ended by abort.
 var errWriteAborted = errors.New("write abandoned: serving was cancelled")
+
+// watch ties the writer to ctx, its owner's: once ctx ends nothing more is
+// written, and a direct write in progress ends at once (the output's
+// deadline is moved to the past from ctx's goroutine; an output's deadline
+// may be set while a Write waits, as *os.File and net.Conn allow). close
+// undoes it. Called once, before the first write.
+func (w *frameWriter) watch(ctx context.Context) {
+	w.abort = ctx.Done()
+	if w.deadlines == nil || w.abort == nil {
+		return
+	}
+	ended := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		defer close(ended)
+		w.deadlines.SetWriteDeadline(time.Unix(1, 0))
+	})
+	w.stopWatch = func() {
+		if !stop() {
+			<-ended // it ran or is running: let it finish before close clears the deadline
+		}
+	}
+}
 
 // aborted reports whether abort is closed.
 func (w *frameWriter) aborted() bool {
@@ -271,7 +300,8 @@ func (w *frameWriter) aborted() bool {
 // nil, receives exactly one reply: nil once the write that carried frame
 // succeeded, the *OutputError when it failed or timed out (part of it may
 // have been written), or an error matching ErrTransportDown when an earlier
-// write failed first and frame was never handed to the output. A failure or
+// write failed first and frame was never handed to the output, or when the
+// writer was closed (close) before frame was written. A failure or
 // timeout is terminal: queue (or flush) returns the *OutputError, then and
 // on every later call, without writing; nothing is ever retried, as a
 // timed-out Write may already have written part of its frames. frame must
@@ -351,6 +381,9 @@ func (w *frameWriter) flush() error {
 		return w.err
 	}
 	b := w.take()
+	if w.aborted() {
+		return w.written(errWriteAborted)
+	}
 	return w.written(w.writeDirect(b, w.ends))
 }
 
@@ -447,8 +480,12 @@ func (w *frameWriter) acknowledge(err error) {
 func (w *frameWriter) fail(err error) {
 	w.err = err
 	w.acknowledge(err)
+	down := err
+	if !errors.Is(err, ErrTransportDown) {
+		down = fmt.Errorf("%w: %w", ErrTransportDown, err)
+	}
 	for _, done := range w.queuedAcks {
-		done <- peerReply{err: fmt.Errorf("%w: %w", ErrTransportDown, err)}
+		done <- peerReply{err: down}
 	}
 	w.queued, w.queuedAcks, w.queuedBytes = nil, nil, 0
 }
@@ -466,11 +503,24 @@ func (w *frameWriter) cause(err error) error {
 	return err
 }
 
-// close releases the writer. Frames still queued are not written. In direct
-// mode the output's write deadline is cleared; in helper mode the writing
-// goroutine ends once its current write, if any, returns (one stuck in a
-// Write that never returns is abandoned).
-func (w *frameWriter) close() {
+// close releases the writer; cause says why it stops (Serve's result, nil
+// when it ended normally). Frames still queued, and a write still in flight
+// in helper mode, are not written: each of their acknowledgements gets an
+// error matching ErrTransportDown (wrapping cause), so that every frame
+// handed over with one gets exactly one reply. In direct mode the output's
+// write deadline is cleared; in helper mode the writing goroutine ends once
+// its current write, if any, returns (one stuck in a Write that never
+// returns is abandoned).
+func (w *frameWriter) close(cause error) {
+	if w.err == nil && (len(w.inflightAcks) > 0 || len(w.queuedAcks) > 0) {
+		if cause == nil {
+			cause = ErrClosed
+		}
+		w.fail(fmt.Errorf("%w: %w", ErrTransportDown, cause))
+	}
+	if w.stopWatch != nil {
+		w.stopWatch()
+	}
 	if w.deadlines != nil {
 		w.deadlines.SetWriteDeadline(time.Time{})
 		return

@@ -76,7 +76,7 @@ func TestFrameWriterModeFollowsTheOutput(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			w := newFrameWriter(tt.out, time.Hour)
-			defer w.close()
+			defer w.close(nil)
 			if direct, goroutine := w.deadlines != nil, w.frames != nil; direct != tt.wantDirect || goroutine == tt.wantDirect {
 				t.Fatalf("direct %v, writing goroutine %v; want direct %v", direct, goroutine, tt.wantDirect)
 			}
@@ -89,7 +89,7 @@ func TestFrameWriterModeFollowsTheOutput(t *testing.T) {
 func TestDirectWriterJoinsFramesUntilFlush(t *testing.T) {
 	out := &deadlineOutput{}
 	w := newFrameWriter(out, time.Hour)
-	defer w.close()
+	defer w.close(nil)
 	acks := make([]chan peerReply, 3)
 	for i, f := range []string{"1\n", "22\n", "333\n"} {
 		acks[i] = make(chan peerReply, 1)
@@ -121,7 +121,7 @@ func TestDirectWriterJoinsFramesUntilFlush(t *testing.T) {
 func TestDirectWriterWritesAtItsBound(t *testing.T) {
 	out := &deadlineOutput{}
 	w := newFrameWriter(out, time.Hour)
-	defer w.close()
+	defer w.close(nil)
 	frame := []byte(strings.Repeat("x", 1023) + "\n")
 	for range directFlushBytes/len(frame) - 1 {
 		if err := w.queue(frame, nil); err != nil {
@@ -145,7 +145,7 @@ func TestDirectWriterWritesAtItsBound(t *testing.T) {
 func TestDirectWriterCompletesAShortWrite(t *testing.T) {
 	out := &deadlineOutput{perWrite: 7}
 	w := newFrameWriter(out, time.Hour)
-	defer w.close()
+	defer w.close(nil)
 	frames := []string{`{"jsonrpc":"2.0","id":1,"result":{}}` + "\n", `{"jsonrpc":"2.0","id":2,"result":{}}` + "\n"}
 	done := make(chan peerReply, 1)
 	w.queue([]byte(frames[0]), nil)
@@ -191,7 +191,7 @@ func TestDirectWriterDeadlineBoundsEachWrite(t *testing.T) {
 	const timeout = time.Hour
 	out := &deadlineOutput{}
 	w := newFrameWriter(out, timeout)
-	defer w.close()
+	defer w.close(nil)
 	for i := range 3 {
 		w.queue([]byte("{}\n"), nil)
 		began := time.Now()
@@ -214,7 +214,7 @@ func TestDirectWriterDeadlineBoundsEachWrite(t *testing.T) {
 func TestDirectWriterFailureIsTerminal(t *testing.T) {
 	out := &deadlineOutput{err: &os.PathError{Op: "write", Path: "out", Err: os.ErrDeadlineExceeded}}
 	w := newFrameWriter(out, 30*time.Millisecond)
-	defer w.close()
+	defer w.close(nil)
 	carried := make(chan peerReply, 1)
 	w.queue([]byte("1\n"), carried)
 	err := w.flush()

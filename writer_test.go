@@ -28,7 +28,7 @@ func TestWriteTimerFiring(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			out := &blockingWriter{entered: make(chan struct{}, 1), release: make(chan struct{})}
 			w := newFrameWriter(out, timeout)
-			defer func() { close(out.release); w.close() }()
+			defer func() { close(out.release); w.close(nil) }()
 			if tt.inFlight {
 				if err := w.queue([]byte("{}\n"), nil); err != nil {
 					t.Fatal(err)
@@ -61,7 +61,7 @@ func TestWriteTimerFiring(t *testing.T) {
 func TestWriteTimerArmedOnce(t *testing.T) {
 	out := newFrameRecorder()
 	w := newFrameWriter(out, time.Hour)
-	defer w.close()
+	defer w.close(nil)
 	for range 3 {
 		if err := w.queueAndWait([]byte("{}\n")); err != nil {
 			t.Fatal(err)
@@ -107,7 +107,7 @@ func TestWriteDeadlineSetPerWrite(t *testing.T) {
 		}
 	}
 	after := time.Now()
-	w.close()
+	w.close(nil)
 	out.mu.Lock()
 	defer out.mu.Unlock()
 	// newFrameWriter clears the deadline, each write sets it, close clears it.
@@ -150,7 +150,7 @@ func (g *gateWriter) Write(p []byte) (int, error) {
 func TestFramesQueuedDuringAWriteGoOutTogether(t *testing.T) {
 	g := &gateWriter{entered: make(chan []byte, 4), release: make(chan error, 4)}
 	w := newFrameWriter(g, time.Hour)
-	defer w.close()
+	defer w.close(nil)
 	acks := make([]chan peerReply, 4)
 	for i := range acks {
 		acks[i] = make(chan peerReply, 1)
@@ -203,7 +203,7 @@ func TestFramesQueuedDuringAWriteGoOutTogether(t *testing.T) {
 func TestFailedWriteAcknowledgesEveryFrame(t *testing.T) {
 	g := &gateWriter{entered: make(chan []byte, 4), release: make(chan error, 4)}
 	w := newFrameWriter(g, time.Hour)
-	defer w.close()
+	defer w.close(nil)
 	inFlight, queued := make(chan peerReply, 1), make(chan peerReply, 1)
 	w.queue([]byte("1\n"), inFlight)
 	<-g.entered

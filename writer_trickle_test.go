@@ -130,7 +130,7 @@ func TestWriterBoundsEachFrameNotTheWrite(t *testing.T) {
 				out = deadlineTricklePipe{pipe}
 			}
 			w := newFrameWriter(out, timeout)
-			defer w.close()
+			defer w.close(nil)
 			if got := w.deadlines != nil; got != direct {
 				t.Fatalf("direct mode %v, want %v", got, direct)
 			}
