@@ -20,12 +20,46 @@ type Progress struct {
 	Message  string
 }
 
-// progressState is a request's progress so far, guarded by its mutex; a
-// report holds it until its line is written, so one is outstanding at most.
+// progressState is a request's progress so far. Its mutex guards the three
+// fields between the handler's goroutines (a handler may report from
+// several): each report takes it twice, briefly, to claim the request's one
+// outstanding report and check the value, then to record what was written;
+// it is never held while the report is written (peer.Notify waits for the
+// connection's owner and the output). A mutex rather than atomics because
+// the check and the claim must see count, last and outstanding together.
 type progressState struct {
-	mu    sync.Mutex
-	count int
-	last  float64
+	mu          sync.Mutex
+	outstanding bool // a report was claimed and is being written
+	count       int  // reports written
+	last        float64
+}
+
+// claim checks p against the reports written so far and claims the
+// request's one outstanding report; release must follow.
+func (s *progressState) claim(p float64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.outstanding:
+		return ErrProgressOutstanding
+	case s.count >= maxProgressReports:
+		return fmt.Errorf("mcpstdio: a request sends at most %d progress reports", maxProgressReports)
+	case s.count > 0 && p <= s.last:
+		return fmt.Errorf("mcpstdio: progress %v does not increase on %v", p, s.last)
+	}
+	s.outstanding = true
+	return nil
+}
+
+// release ends the outstanding report, recording p when it was written.
+func (s *progressState) release(p float64, written bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.outstanding = false
+	if written {
+		s.count++
+		s.last = p
+	}
 }
 
 // ErrProgressOutstanding is returned by ReportProgress when another report of
@@ -59,18 +93,19 @@ func (r *HandlerRequest) ReportProgress(ctx context.Context, p Progress) error {
 	if len(p.Message) > maxProgressMessage {
 		return fmt.Errorf("mcpstdio: progress message of %d bytes exceeds %d", len(p.Message), maxProgressMessage)
 	}
-	if !r.progress.mu.TryLock() {
-		return ErrProgressOutstanding
-	}
-	defer r.progress.mu.Unlock()
-	switch {
-	case r.progress.count >= maxProgressReports:
-		return fmt.Errorf("mcpstdio: a request sends at most %d progress reports", maxProgressReports)
-	case r.progress.count > 0 && p.Progress <= r.progress.last:
-		return fmt.Errorf("mcpstdio: progress %v does not increase on %v", p.Progress, r.progress.last)
-	case r.peer == nil:
+	if r.peer == nil {
 		return ErrNoClient
 	}
+	if err := r.progress.claim(p.Progress); err != nil {
+		return err
+	}
+	err := r.sendProgress(ctx, p)
+	r.progress.release(p.Progress, err == nil)
+	return err
+}
+
+// sendProgress writes the report p of a request that asked for progress.
+func (r *HandlerRequest) sendProgress(ctx context.Context, p Progress) error {
 	if d := dialectOf(r.ProtocolVersion); d.known && !d.progressMessage {
 		p.Message = ""
 	}
@@ -78,10 +113,5 @@ func (r *HandlerRequest) ReportProgress(ctx context.Context, p Progress) error {
 	if err != nil {
 		return err
 	}
-	if err := r.peer.Notify(ctx, "notifications/progress", params); err != nil {
-		return err
-	}
-	r.progress.count++
-	r.progress.last = p.Progress
-	return nil
+	return r.peer.Notify(ctx, "notifications/progress", params)
 }
