@@ -45,10 +45,29 @@ type outlet interface {
 	// nil once the frame is written, or why it was not. An error is
 	// terminal for the connection.
 	send(r route, frame []byte, done chan<- peerReply) error
-	// answer hands over the final frame of the answer to r, nil when there
-	// is none (a notification, a cancelled request, a closed subscription):
-	// nothing more is sent to r. An error is terminal for the connection.
-	answer(r route, frame []byte) error
+	// answer hands over the final frame of the answer to r, with its error
+	// code (f.frame nil when there is none: a notification, a cancelled
+	// request, a closed subscription): nothing more is sent to r. An error
+	// is terminal for the connection.
+	answer(r route, f finalFrame) error
+}
+
+// finalFrame is the last frame of a message's answer as the connection
+// built it, typed: code is the JSON-RPC error code the frame carries, 0 for
+// a result (or a batch's array, or no frame). A transport that answers
+// errors differently (HTTP statuses) reads code, never the frame.
+type finalFrame struct {
+	frame []byte
+	code  int
+}
+
+// noAnswer is the answer of a message that gets none.
+var noAnswer = finalFrame{}
+
+// errorAnswer is the error e answered to the request whose canonical id is
+// id ("": null).
+func errorAnswer(id string, e *RPCError) finalFrame {
+	return finalFrame{frame: errorFrame(id, e), code: e.Code}
 }
 
 // connConfig is what a connection's transport decides for it.
@@ -215,8 +234,8 @@ type subscription struct {
 
 // workResult is what a worker hands back through the executor.
 type workResult struct {
-	frame []byte // nil: nothing to write
-	reply Reply  // the dispatcher's reply, for its effects on the connection
+	answer finalFrame // its frame nil: nothing to write
+	reply  Reply      // the dispatcher's reply, for its effects on the connection
 }
 
 // pending counts the executions admitted and not yet answered, and the
@@ -266,7 +285,7 @@ func (c *connection) onMessage(m message) error {
 	}
 	if env.isResponse() {
 		c.onClientResponse(env)
-		return c.answer(r, nil)
+		return c.answer(r, noAnswer)
 	}
 	method, methodOK := decodeMethod(env.method)
 	id, tracked := "", false
@@ -276,11 +295,11 @@ func (c *connection) onMessage(m message) error {
 	isNotification := env.kind == kindObject && env.id == nil && methodOK
 	if isNotification && method == methodCancelled {
 		c.onCancel(env.params)
-		return c.answer(r, nil)
+		return c.answer(r, noAnswer)
 	}
 	if tracked {
 		if c.inFlight(id) {
-			return c.answer(r, errorFrame(id, errDuplicateID))
+			return c.answer(r, errorAnswer(id, errDuplicateID))
 		}
 	} else {
 		id = ""
@@ -318,9 +337,9 @@ func (c *connection) submit(ex *execution) error {
 	ref, err := c.sub.submit(&ex.job, c.requestTimeout)
 	switch {
 	case errors.Is(err, ErrOverloaded):
-		return c.answer(ex.route, ex.errorFrame(errCapacity))
+		return c.answer(ex.route, ex.errorAnswer(errCapacity))
 	case err != nil: // the executor closed under us
-		if werr := c.answer(ex.route, ex.errorFrame(errWorkerFailed)); werr != nil {
+		if werr := c.answer(ex.route, ex.errorAnswer(errWorkerFailed)); werr != nil {
 			return werr
 		}
 		return ErrExecutorClosed
@@ -341,13 +360,13 @@ func (c *connection) submit(ex *execution) error {
 	return nil
 }
 
-// errorFrame is the error answer to ex: the frame of e for a request, nil for
-// a notification, which is never answered.
-func (ex *execution) errorFrame(e *RPCError) []byte {
+// errorAnswer is the error answer to ex: e for a request, none for a
+// notification, which is never answered.
+func (ex *execution) errorAnswer(e *RPCError) finalFrame {
 	if !ex.request {
-		return nil
+		return noAnswer
 	}
-	return errorFrame(ex.id, e)
+	return errorAnswer(ex.id, e)
 }
 
 // inFlight reports whether id names a running or held request or an open
@@ -375,7 +394,7 @@ func (ex *execution) execute(ctx context.Context) any {
 func serveEnvelope(ctx context.Context, d Dispatcher, req *Request, env envelope, id string, peer Peer) workResult {
 	ok, rpcErr := admit(req, env, id)
 	if rpcErr != nil {
-		return workResult{frame: errorFrame(id, rpcErr)}
+		return workResult{answer: errorAnswer(id, rpcErr)}
 	}
 	if !ok {
 		return workResult{}
@@ -388,11 +407,11 @@ func serveEnvelope(ctx context.Context, d Dispatcher, req *Request, env envelope
 	case req.ID == nil:
 		return workResult{}
 	case r.Error != nil:
-		return workResult{frame: errorFrame(id, r.Error), reply: r}
+		return workResult{answer: errorAnswer(id, r.Error), reply: r}
 	case r.Listen != nil:
 		return workResult{reply: r}
 	}
-	return workResult{frame: replyFrame(id, &r), reply: r}
+	return workResult{answer: finalFrame{frame: replyFrame(id, &r)}, reply: r}
 }
 
 // onOutcome settles the execution the outcome o is of. Outcomes are matched
@@ -429,19 +448,19 @@ func (c *connection) settle(ex *execution, o Outcome) error {
 		}
 		if res.reply.Subscribe != "" {
 			if rpcErr := c.admitSubscribe(res.reply.Subscribe); rpcErr != nil {
-				return c.answer(ex.route, errorFrame(ex.id, rpcErr))
+				return c.answer(ex.route, errorAnswer(ex.id, rpcErr))
 			}
 		}
 		c.applyReply(res.reply)
-		return c.answer(ex.route, res.frame)
+		return c.answer(ex.route, res.answer)
 	case OutcomeTimedOut:
 		c.log.Warn("mcpstdio: request timed out", "method", ex.method, "id", ex.id)
-		return c.answer(ex.route, ex.errorFrame(errRequestTimedOut))
+		return c.answer(ex.route, ex.errorAnswer(errRequestTimedOut))
 	case OutcomeFailed:
 		c.log.Error("mcpstdio: request worker failed", "method", ex.method, "id", ex.id, "panic", o.Panic)
-		return c.answer(ex.route, ex.errorFrame(errWorkerFailed))
+		return c.answer(ex.route, ex.errorAnswer(errWorkerFailed))
 	}
-	return c.answer(ex.route, nil)
+	return c.answer(ex.route, noAnswer)
 }
 
 // applyReply records what a successful reply changes on the connection,
@@ -511,7 +530,7 @@ func (c *connection) forget(ex *execution) {
 func (c *connection) onInputEnd() error {
 	c.inputEnded = true
 	for _, id := range slices.Sorted(maps.Keys(c.subs)) {
-		if err := c.closeSubscription(id, nil); err != nil {
+		if err := c.closeSubscription(id, noAnswer); err != nil {
 			return err
 		}
 	}
@@ -533,12 +552,12 @@ func (c *connection) onCancel(params []byte) error {
 		return nil
 	}
 	if _, ok := c.subs[id]; ok {
-		return c.closeSubscription(id, nil)
+		return c.closeSubscription(id, noAnswer)
 	}
 	if i := c.heldIndex(id); i >= 0 {
 		if ex := c.held[i]; ex.method != methodInitialize {
 			c.dropHeld(i)
-			return c.answer(ex.route, nil)
+			return c.answer(ex.route, noAnswer)
 		}
 		return nil
 	}
@@ -585,7 +604,7 @@ func (c *connection) stop(ex *execution) {
 func (c *connection) cancel(ex *execution) error {
 	c.sub.cancelJob(&ex.job)
 	c.forget(ex)
-	return c.answer(ex.route, nil)
+	return c.answer(ex.route, noAnswer)
 }
 
 // cancelledID returns the canonical id that the params of
@@ -670,7 +689,7 @@ func (c *connection) onClientResponse(env envelope) {
 // quota).
 func (c *connection) openSubscription(ex *execution, filter *ListenFilter) error {
 	if c.subscriptions() >= c.maxSubscriptions || c.listenQuota != nil && !c.listenQuota.take() {
-		return c.answer(ex.route, errorFrame(ex.id, errSubscriptionCapacity))
+		return c.answer(ex.route, errorAnswer(ex.id, errSubscriptionCapacity))
 	}
 	if c.changes != nil {
 		if err := c.onChanges(c.changes.take()); err != nil {
@@ -680,7 +699,7 @@ func (c *connection) openSubscription(ex *execution, filter *ListenFilter) error
 	s := &subscription{id: ex.id, route: ex.route, filter: filter}
 	if c.inputEnded {
 		c.releaseListen(s)
-		return c.answer(ex.route, nil) // it would be closed at once
+		return c.answer(ex.route, noAnswer) // it would be closed at once
 	}
 	if c.subs == nil {
 		c.subs = make(map[string]*subscription)
@@ -699,7 +718,7 @@ func (c *connection) openSubscription(ex *execution, filter *ListenFilter) error
 
 // closeSubscription closes the listen stream id with final, its final
 // response (nil: none, as after a cancel); its id is free again.
-func (c *connection) closeSubscription(id string, final []byte) error {
+func (c *connection) closeSubscription(id string, final finalFrame) error {
 	s := c.subs[id]
 	delete(c.subs, id)
 	c.releaseListen(s)
@@ -729,7 +748,7 @@ func (c *connection) onChanges(changes []Change) error {
 func (c *connection) forwardChange(change Change) error {
 	if change.Kind == SubscriptionsEnded {
 		for _, id := range slices.Sorted(maps.Keys(c.subs)) {
-			if err := c.closeSubscription(id, subscriptionEndFrame(id)); err != nil {
+			if err := c.closeSubscription(id, finalFrame{frame: subscriptionEndFrame(id)}); err != nil {
 				return err
 			}
 		}
@@ -770,7 +789,7 @@ func (c *connection) onExecutorClosed() error {
 	pending = append(pending, c.held...)
 	c.log.Error("mcpstdio: executor closed with requests pending", "pending", len(pending))
 	for _, ex := range pending {
-		if err := c.answer(ex.route, ex.errorFrame(errWorkerFailed)); err != nil {
+		if err := c.answer(ex.route, ex.errorAnswer(errWorkerFailed)); err != nil {
 			return err
 		}
 	}

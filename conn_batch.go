@@ -33,26 +33,26 @@ func (c *connection) send(r route, frame []byte, done chan<- peerReply) error {
 	return c.out.send(rootRoute(r), frame, done)
 }
 
-// answer ends r's answer with frame (nil: none). A batch member's frame is
-// kept until every member is done; then the batch is answered with the
+// answer ends r's answer with f (f.frame nil: none). A batch member's frame
+// is kept until every member is done; then the batch is answered with the
 // array of them all, or with nothing when no member was a request that is
 // answered (only notifications and responses, or cancelled ones).
-func (c *connection) answer(r route, frame []byte) error {
+func (c *connection) answer(r route, f finalFrame) error {
 	m, ok := r.(*batchMember)
 	if !ok {
-		return c.out.answer(r, frame)
+		return c.out.answer(r, f)
 	}
 	b := m.b
-	if frame != nil {
-		b.answers = append(b.answers, frame)
+	if f.frame != nil {
+		b.answers = append(b.answers, f.frame)
 	}
 	if b.pending--; b.pending > 0 {
 		return nil
 	}
 	if len(b.answers) == 0 {
-		return c.out.answer(b.route, nil)
+		return c.out.answer(b.route, noAnswer)
 	}
-	return c.out.answer(b.route, batchFrame(b.answers))
+	return c.out.answer(b.route, finalFrame{frame: batchFrame(b.answers)})
 }
 
 // batchFrame joins response frames into one frame holding their array.
@@ -85,7 +85,7 @@ func (c *connection) acceptsBatch(m message) bool {
 func (c *connection) onBatch(m message) error {
 	members := arrayElements(m.raw)
 	if len(members) == 0 {
-		return c.answer(m.route, errorFrame("", errInvalidRequest))
+		return c.answer(m.route, errorAnswer("", errInvalidRequest))
 	}
 	b := &batch{route: m.route, pending: len(members)}
 	for _, raw := range members {

@@ -76,11 +76,11 @@ func (c *coordinator) send(_ route, frame []byte, done chan<- peerReply) error {
 	return c.outputFailed(c.writer.queue(frame, done))
 }
 
-func (c *coordinator) answer(_ route, frame []byte) error {
-	if frame == nil {
+func (c *coordinator) answer(_ route, f finalFrame) error {
+	if f.frame == nil {
 		return nil
 	}
-	return c.outputFailed(c.writer.queue(frame, nil))
+	return c.outputFailed(c.writer.queue(f.frame, nil))
 }
 
 // serve is the connection's select loop. It returns Serve's result.
@@ -240,7 +240,7 @@ func (c *coordinator) onInbound(in inbound) error {
 	c.source.taken(in)
 	switch {
 	case in.tooLong:
-		return c.answer(nil, errorFrame("", errLineLimit(c.t.opts.MaxLineBytes)))
+		return c.answer(nil, errorAnswer("", errLineLimit(c.t.opts.MaxLineBytes)))
 	case in.eof:
 		c.input = nil
 		return c.conn.onInputEnd()
@@ -250,10 +250,10 @@ func (c *coordinator) onInbound(in inbound) error {
 		if err := c.conn.onInputEnd(); err != nil {
 			return err
 		}
-		return c.answer(nil, errorFrame("", errReadInput))
+		return c.answer(nil, errorAnswer("", errReadInput))
 	case in.parseErr != nil:
 		c.t.opts.Logger.Debug("mcpstdio: unparsable line", "err", in.parseErr)
-		return c.answer(nil, errorFrame("", errParseFrame))
+		return c.answer(nil, errorAnswer("", errParseFrame))
 	}
 	return c.conn.onMessage(message{env: in.env, size: len(in.line), raw: in.line})
 }

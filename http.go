@@ -15,7 +15,6 @@ package main
 //     can be resumed with Last-Event-ID (http_sse.go).
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -603,31 +602,6 @@ func statelessStatus(code int) int {
 		return http.StatusInternalServerError
 	}
 	return http.StatusOK
-}
-
-// frameErrorCode returns the error code of a response frame, or 0 for a
-// result. A frame as the connection builds them (frameEnvelopeStart, the
-// id, then the result) is told a result by its third member's key, without
-// scanning the result.
-func frameErrorCode(frame []byte) int {
-	if rest, ok := bytes.CutPrefix(frame, []byte(frameEnvelopeStart)); ok {
-		if end, ok := skipValue(rest, 0); ok && bytes.HasPrefix(rest[end:], []byte(frameResultKey)) {
-			return 0
-		}
-	}
-	e, ok := lookupMember(frame, "error")
-	if !ok {
-		return 0
-	}
-	raw, ok := lookupMember(e, "code")
-	if !ok {
-		return 0
-	}
-	code, err := strconv.Atoi(string(raw))
-	if err != nil {
-		return 0
-	}
-	return code
 }
 
 // errShuttingDown answers requests that arrive once Close was called.

@@ -162,7 +162,7 @@ func (s *httpSession) serveWriter(w *streamWriter, sse *sseWriter, ctx context.C
 		quit = s.h.quit
 	}
 	write := func(b streamBatch) bool {
-		if x != nil && !(b.plain && x.msg.method == methodInitialize && frameErrorCode(b.body) != 0) {
+		if x != nil && !(b.plain && x.msg.method == methodInitialize && b.code != 0) {
 			sse.w.Header().Set(headerSessionID, s.id)
 		}
 		return sse.writeBatch(b)

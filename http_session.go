@@ -221,7 +221,7 @@ func (s *httpSession) control(ev any) bool {
 // its answer to x.
 func (s *httpSession) onPost(x *httpExchange) error {
 	if s.expired() {
-		s.handPlain(x, http.StatusNotFound, httpErrorFrame(http.StatusNotFound, "Session not found"))
+		s.handPlain(x, http.StatusNotFound, sessionRefusal("Session not found"))
 		return nil
 	}
 	s.writers++
@@ -229,10 +229,10 @@ func (s *httpSession) onPost(x *httpExchange) error {
 	negotiated := s.conn.session.ProtocolVersion
 	switch {
 	case x != s.creating && x.version != "" && x.version != negotiated:
-		s.handPlain(x, http.StatusBadRequest, httpErrorFrame(http.StatusBadRequest, versionMismatch(x.version, negotiated)))
+		s.handPlain(x, http.StatusBadRequest, sessionRefusal(versionMismatch(x.version, negotiated)))
 		return nil
 	case x.msg.env.kind == kindArray && !AcceptsBatches(negotiated):
-		s.handPlain(x, http.StatusBadRequest, errorFrame("", errBatchRefused))
+		s.handPlain(x, http.StatusBadRequest, errorAnswer("", errBatchRefused))
 		return nil
 	}
 	return s.conn.onMessage(message{env: x.msg.env, size: x.msg.size, route: x, header: x.header, values: x.values, hold: x.msg.res, raw: x.msg.raw})
@@ -262,36 +262,43 @@ func (s *httpSession) send(r route, frame []byte, done chan<- peerReply) error {
 	return nil
 }
 
-func (s *httpSession) answer(r route, frame []byte) error {
+func (s *httpSession) answer(r route, f finalFrame) error {
 	x, ok := r.(*httpExchange)
 	if !ok || x.answered {
 		return nil
 	}
 	x.answered = true
-	x.msg.holdAnswer(frame)
+	x.msg.holdAnswer(f.frame)
 	if x == s.creating {
 		s.creating = nil
-		if frame == nil || frameErrorCode(frame) != 0 {
+		if f.frame == nil || f.code != 0 {
 			s.ended = true // never initialized: the session ends with this answer
 		}
 	}
 	if l := x.answerStream; l != nil {
-		if frame != nil {
-			s.appendEvent(l, frame)
+		if f.frame != nil {
+			s.appendEvent(l, f.frame)
 		}
 		l.ended = true
 		s.pump(l)
 		return nil
 	}
 	switch {
-	case frame != nil:
-		s.handPlain(x, http.StatusOK, frame)
+	case f.frame != nil:
+		s.handPlain(x, http.StatusOK, f)
 	case x.msg.isRequest():
-		s.handPlain(x, 0, nil) // cancelled: a stream that ends with no event
+		s.handPlain(x, 0, noAnswer) // cancelled: a stream that ends with no event
 	default:
-		s.handPlain(x, http.StatusAccepted, nil)
+		s.handPlain(x, http.StatusAccepted, noAnswer)
 	}
 	return nil
+}
+
+// sessionRefusal is the answer of a session's POST that the session refuses
+// before its connection sees it (an HTTP 400 or 404, as httpErrorFrame
+// builds them).
+func sessionRefusal(message string) finalFrame {
+	return errorAnswer("", &RPCError{Code: CodeInvalidRequest, Message: message})
 }
 
 // startStream turns x's answer into a stream of the session. In 2025-11-25
@@ -309,17 +316,17 @@ func (s *httpSession) startStream(x *httpExchange) {
 	}
 }
 
-// handPlain hands x its whole answer: status and body (status 0: an empty
-// stream). x carries nothing of the session after it, so the session lets
+// handPlain hands x its whole answer: status and body.frame (status 0: an
+// empty stream). x carries nothing of the session after it, so the session lets
 // go of it at once (leave) rather than when its writer reports: the writer
 // makes no report of this batch, and the POST is answered without another
 // turn of the owner.
-func (s *httpSession) handPlain(x *httpExchange, status int, body []byte) {
+func (s *httpSession) handPlain(x *httpExchange, status int, body finalFrame) {
 	x.answered = true
 	if x.gone {
 		return
 	}
-	b := streamBatch{plain: status != 0, status: status, body: body, final: true, unreported: true}
+	b := streamBatch{plain: status != 0, status: status, body: body.frame, code: body.code, final: true, unreported: true}
 	x.batches <- b // x is idle: nothing was handed to it before
 	s.leave(&x.streamWriter)
 }

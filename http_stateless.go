@@ -45,7 +45,7 @@ func (h *HTTPHandler) serveStateless(w http.ResponseWriter, r *http.Request, msg
 	// needs of it, and the record keeps only the body's reservation.
 	p := &statelessPost{sse: newSSEWriter(w, h.opts.WriteTimeout), res: msg.res, request: msg.isRequest()}
 	if h.closing() {
-		p.answer(nil, errorFrame(msg.id(), errShuttingDown))
+		p.answer(nil, errorAnswer(msg.id(), errShuttingDown))
 		return
 	}
 	var listenQuota quota // only a listen stream takes a place in it
@@ -126,18 +126,19 @@ func (p *statelessPost) send(_ route, frame []byte, done chan<- peerReply) error
 // answer writes the response: the whole JSON answer, with the status of its
 // error code, when nothing was streamed yet, else the stream's last event.
 // A notification is answered 202.
-func (p *statelessPost) answer(_ route, frame []byte) error {
+func (p *statelessPost) answer(_ route, f finalFrame) error {
 	if p.answered {
 		return nil
 	}
 	p.answered = true
+	frame := f.frame
 	holdAnswer(p.res, frame)
 	switch {
 	case p.sse.started && frame != nil:
 		p.sse.events([]streamEvent{{frame: frame}})
 	case p.sse.started:
 	case frame != nil:
-		p.sse.plain(statelessStatus(frameErrorCode(frame)), frame)
+		p.sse.plain(statelessStatus(f.code), frame)
 	case p.request:
 		p.sse.start() // cancelled: a stream with no event
 		p.sse.flush()

@@ -1,33 +1,41 @@
 package main
 
 import (
+	"context"
 	"net"
 	"strings"
 	"testing"
 )
 
-// frameErrorCode tells a result from an error whatever the frame holds,
-// whether the connection built it (a result told by its key alone) or not.
-func TestFrameErrorCode(t *testing.T) {
+// A connection hands its transport typed answers: the code of an error
+// answer is the error's, a result's is 0, so that no transport parses the
+// frame (HTTP picks a 2026 answer's status from it).
+func TestFinalFrameCarriesItsCode(t *testing.T) {
 	tests := []struct {
-		name  string
-		frame string
-		want  int
+		name string
+		f    finalFrame
+		want int
 	}{
-		{"result, string id", string(resultFrame(`"a"`, []byte(`{"error":{"code":-32601}}`))), 0},
-		{"result, integer id", string(resultFrame("7", []byte(`{"content":[]}`))), 0},
-		{"error", string(errorFrame("7", &RPCError{Code: CodeMethodNotFound, Message: "Method not found: x"})), CodeMethodNotFound},
-		{"error, null id", string(errorFrame("", &RPCError{Code: CodeParseError, Message: "Parse error"})), CodeParseError},
-		{"error with data", string(errorFrame(`"b"`, &RPCError{Code: CodeInvalidParams, Message: "m", Data: map[string]string{"result": "x"}})), CodeInvalidParams},
-		{"another writer's spacing", `{ "jsonrpc": "2.0", "id": 1, "error": {"code": -32603, "message": "m"} }`, CodeInternalError},
-		{"another writer's order", `{"error":{"code":-32602,"message":"m"},"jsonrpc":"2.0","id":1}`, CodeInvalidParams},
-		{"not a frame", `[]`, 0},
+		{"error", errorAnswer("7", &RPCError{Code: CodeMethodNotFound, Message: "Method not found: x"}), CodeMethodNotFound},
+		{"error, null id", errorAnswer("", errParseFrame), CodeParseError},
+		{"result", serveEnvelope(context.Background(), echoDispatcher, new(Request), mustEnvelope(t, `{"jsonrpc":"2.0","id":1,"method":"x","params":{}}`), "1", nil).answer, 0},
+		{"envelope error", serveEnvelope(context.Background(), echoDispatcher, new(Request), mustEnvelope(t, `{"jsonrpc":"1.0","id":1,"method":"x"}`), "1", nil).answer, CodeInvalidRequest},
 	}
 	for _, tt := range tests {
-		if got := frameErrorCode([]byte(tt.frame)); got != tt.want {
-			t.Errorf("%s: frameErrorCode(%s) = %d, want %d", tt.name, tt.frame, got, tt.want)
+		if tt.f.code != tt.want || tt.f.frame == nil {
+			t.Errorf("%s: code %d (frame %q), want %d", tt.name, tt.f.code, tt.f.frame, tt.want)
 		}
 	}
+}
+
+// mustEnvelope decodes line.
+func mustEnvelope(t *testing.T, line string) envelope {
+	t.Helper()
+	env, err := decodeEnvelope([]byte(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env
 }
 
 // isLoopbackHost answers as net.ParseIP and IP.IsLoopback do (zones

@@ -119,6 +119,7 @@ type streamBatch struct {
 	plain  bool
 	status int
 	body   []byte
+	code   int // the JSON-RPC error code body carries, 0 for none
 	final  bool
 	last   uint64 // the sequence number of the last event, for the owner's bookkeeping
 	// unreported says the owner let go of the writer when it handed this
