@@ -102,6 +102,15 @@ type connConfig struct {
 	// to onPeerCall. Nil makes one (the stdio transport makes it first, for
 	// Notify).
 	calls chan *peerCall
+	// executorDone, when not nil, is closed when an injected executor
+	// closes (Executor.Done): the owner loop then answers what is pending
+	// and ends.
+	executorDone <-chan struct{}
+	// beforeChanges, when not nil, runs on the owner each time the changes
+	// box signals, before its changes are forwarded: an HTTP session gives
+	// back the replay bytes another session's owner asked for through the
+	// same signal (httpSession.askShed).
+	beforeChanges func()
 }
 
 // quota is a count of something clients hold that a transport bounds across

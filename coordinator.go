@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"runtime"
 )
 
 // The stdio transport's owner loop: the coordinator drives one connection
@@ -34,19 +33,15 @@ type coordinator struct {
 	t      *Transport
 	conn   *connection
 	source messageSource
-	input  <-chan inbound // source's events; nil after the end of input
+	lines  <-chan inbound // source's events; nil after the end of input
 	writer *frameWriter
 
 	changes   *changeBox // from the dispatcher, when it is a ChangeSource
 	stopWatch func()
-	spun      int // events taken by spinForEvent since the last full select
-	// executorDone is closed when an injected executor closes; nil for the
-	// transport's own, which closes only after Serve returned.
-	executorDone <-chan struct{}
 }
 
 func newCoordinator(ctx context.Context, t *Transport, source messageSource, writer *frameWriter) *coordinator {
-	c := &coordinator{ctx: ctx, t: t, source: source, input: source.events(), writer: writer, stopWatch: func() {}}
+	c := &coordinator{ctx: ctx, t: t, source: source, lines: source.events(), writer: writer, stopWatch: func() {}}
 	writer.watch(ctx)
 	c.conn = newConnection(connConfig{
 		dispatcher:       t.dispatcher,
@@ -60,7 +55,8 @@ func newCoordinator(ctx context.Context, t *Transport, source messageSource, wri
 		calls:            t.calls,
 	})
 	if !t.ownsExec {
-		c.executorDone = t.executor.Done()
+		// The transport's own executor closes only after Serve returned.
+		c.conn.executorDone = t.executor.Done()
 	}
 	if src, ok := t.dispatcher.(ChangeSource); ok {
 		c.changes = newChangeBox()
@@ -83,128 +79,45 @@ func (c *coordinator) answer(_ route, f finalFrame) error {
 	return c.outputFailed(c.writer.queue(f.frame, nil))
 }
 
-// serve is the connection's select loop. It returns Serve's result.
+// serve runs the connection's owner loop (serveConnection) and returns
+// Serve's result.
 func (c *coordinator) serve() error {
-	for {
-		if c.input == nil && c.conn.pending() == 0 {
-			return c.outputFailed(c.writer.wait())
-		}
-		if handled, err := c.spinForEvent(); handled {
-			if err != nil {
-				return c.stopped(err)
-			}
-			continue
-		}
-		// Nothing is ready: the frames taken since the last wait go out
-		// before this one (a direct writer's; a writing goroutine has
-		// them already).
-		if err := c.outputFailed(c.writer.flush()); err != nil {
-			return c.stopped(err)
-		}
-		var err error
-		select {
-		case in := <-c.inputReady():
-			err = c.onInbound(in)
-		case o := <-c.conn.sub.Outcomes():
-			err = c.conn.onOutcome(o)
-		case call := <-c.conn.calls:
-			err = c.conn.onPeerCall(call)
-		case <-c.changeSignal():
-			err = c.conn.onChanges(c.changes.take())
-		case event := <-c.writer.pending():
-			err = c.outputFailed(c.writer.handle(event))
-		case <-c.executorDone:
-			err = ErrExecutorClosed
-		case <-c.ctx.Done():
-			return c.ctx.Err()
-		}
-		if err != nil {
-			return c.stopped(err)
-		}
-	}
+	return serveConnection(c.ctx, c.conn, c)
 }
 
-// stopped ends serving after err: when the executor closed, every pending
-// request is answered -32603 "Request worker failed" first.
-func (c *coordinator) stopped(err error) error {
-	if errors.Is(err, errWriteAborted) {
-		return c.ctx.Err() // the write was ended because Serve was cancelled
-	}
-	if !errors.Is(err, ErrExecutorClosed) {
-		return err
-	}
-	if err := c.conn.onExecutorClosed(); err != nil {
-		return err
-	}
-	if err := c.outputFailed(c.writer.wait()); err != nil {
-		return err
-	}
-	return ErrExecutorClosed
+// The coordinator is the stdio side of its connection's owner loop: its
+// input is the source's events, its own events the frame writer's.
+
+func (c *coordinator) onInput(in inbound) error { return c.onInbound(in) }
+func (c *coordinator) events() <-chan error     { return c.writer.pending() }
+func (c *coordinator) onEvent(event error) error {
+	return c.outputFailed(c.writer.handle(event))
 }
 
-// maxSpun bounds how many events in a row serve takes through spinForEvent
-// before its full select gives every other source (cancellation, calls,
-// changes) its turn, and a direct writer's frames taken meanwhile go out.
-const maxSpun = 64
-
-// maxYields is how many times in a row spinForEvent yields the processor
-// waiting for an event.
-const maxYields = 2
-
-// spinForEvent takes, without blocking, an event from the sources that are
-// busy under load: executor outcomes, input lines and the writer's events.
-// While an answer or a write is outstanding and no event is ready, it yields
-// the processor (maxYields times at most): the worker or writer just handed
-// something usually produces the next event meanwhile, which is then taken
-// here instead of after parking in the select, whose wake-up costs more
-// than a yield (without yielding, the binary answered about a third fewer
-// calls at window 64 on two cores). With nothing outstanding only input can
-// come, and the coordinator does not yield: the frames it took are written
-// and it waits. It reports whether it took an event.
-func (c *coordinator) spinForEvent() (bool, error) {
-	if c.spun >= maxSpun {
-		c.spun = 0
-		return false, nil
+// finished ends the loop once the input has ended and every request is
+// answered, after the last write.
+func (c *coordinator) finished() (bool, error) {
+	if c.lines == nil && c.conn.pending() == 0 {
+		return true, c.outputFailed(c.writer.wait())
 	}
-	c.spun++
-	for yields := 0; ; yields++ {
-		// One channel at a time: a receive that finds its channel empty
-		// takes no lock, where a select of several locks them all. The
-		// writer's events come first, so that a writing goroutine is kept
-		// busy, then answers, then input.
-		select {
-		case event := <-c.writer.pending():
-			return true, c.outputFailed(c.writer.handle(event))
-		default:
-		}
-		select {
-		case o := <-c.conn.sub.Outcomes():
-			return true, c.conn.onOutcome(o)
-		default:
-		}
-		select {
-		case in := <-c.inputReady():
-			return true, c.onInbound(in)
-		default:
-		}
-		if yields == maxYields || c.conn.pending() == 0 && !c.writer.writing() {
-			break
-		}
-		runtime.Gosched()
-	}
-	c.spun = 0
 	return false, nil
 }
 
-// inputReady is the channel of input events, nil (never ready) while the
+// idle writes the frames taken since the last wait (a direct writer's; a
+// writing goroutine has them already).
+func (c *coordinator) idle() error { return c.outputFailed(c.writer.flush()) }
+
+func (c *coordinator) drain() error { return c.outputFailed(c.writer.wait()) }
+
+// input is the channel of input events, nil (never ready) while the
 // connection holds its bound of messages behind an initialize or the output
 // has its bound of frames waiting: the reader then blocks, and so does the
 // client's writing, until they drain.
-func (c *coordinator) inputReady() <-chan inbound {
+func (c *coordinator) input() <-chan inbound {
 	if c.conn.holdFull() || c.writer.backlog() >= aheadBytes {
 		return nil
 	}
-	return c.input
+	return c.lines
 }
 
 // shutdown cancels all work still admitted and releases the connection's
@@ -215,15 +128,6 @@ func (c *coordinator) shutdown(err error) {
 	c.conn.close()
 	c.source.close()
 	c.writer.close(err)
-}
-
-// changeSignal is the channel that says changes are waiting; nil (never
-// ready) when the dispatcher reports none.
-func (c *coordinator) changeSignal() <-chan struct{} {
-	if c.changes == nil {
-		return nil
-	}
-	return c.changes.signal
 }
 
 // outputFailed logs a terminal output error, which ends the connection.
@@ -242,11 +146,11 @@ func (c *coordinator) onInbound(in inbound) error {
 	case in.tooLong:
 		return c.answer(nil, errorAnswer("", errLineLimit(c.t.opts.MaxLineBytes)))
 	case in.eof:
-		c.input = nil
+		c.lines = nil
 		return c.conn.onInputEnd()
 	case in.readErr != nil:
 		c.t.opts.Logger.Error("mcpstdio: reading input failed; treating it as end of input", "err", in.readErr)
-		c.input = nil
+		c.lines = nil
 		if err := c.conn.onInputEnd(); err != nil {
 			return err
 		}

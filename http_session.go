@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"maps"
 	"net/http"
 	"slices"
@@ -57,11 +56,10 @@ type httpSession struct {
 	standalone *eventStream // the GET stream of server-initiated messages
 	retained   int64        // bytes of the events kept
 
-	writers      int       // connections carrying the session's answers now
-	lastUsed     time.Time // when a request or a writer last came or went
-	idle         *time.Timer
-	executorDone <-chan struct{}
-	ended        bool
+	writers   int       // connections carrying the session's answers now
+	lastUsed  time.Time // when a request or a writer last came or went
+	idleTimer *time.Timer
+	ended     bool
 }
 
 // httpExchange is one POST being answered: the route of its message in the
@@ -122,62 +120,61 @@ func (h *HTTPHandler) startSession(x *httpExchange, owner string, client, creato
 		maxSubscriptions: h.opts.MaxSubscriptions,
 		sessionID:        s.id,
 		changes:          s.changes,
+		beforeChanges: func() {
+			if s.shedAsked.Swap(false) {
+				s.shedReplay()
+			}
+		},
 	})
 	s.creating = x
 	s.standalone = s.newStream()
 	s.standalone.standalone = true
 	if !h.ownsExec {
-		s.executorDone = h.executor.Done()
+		s.conn.executorDone = h.executor.Done()
 	}
 	// The idle timer reports through ctl rather than being a case of the
 	// loop's select: a timer channel costs each select that waits on it a
 	// trip through the timer heap.
-	s.idle = time.AfterFunc(h.opts.SessionIdleTimeout, func() { s.control(idleTimerFired{}) })
+	s.idleTimer = time.AfterFunc(h.opts.SessionIdleTimeout, func() { s.control(idleTimerFired{}) })
 	s.touch()
 	h.changes.add(s.changes)
 	go s.loop()
 	return s
 }
 
-// loop is the session's owner: it serves every event of the session until
-// the session ends (DELETE, idle expiry, a failed initialize, or the
-// handler's Close).
+// loop is the session's owner: it runs the session's connection's owner
+// loop (serveConnection) until the session ends (DELETE, idle expiry, a
+// failed initialize, the handler's Close, or an injected executor closing,
+// after every pending request was answered).
 func (s *httpSession) loop() {
 	defer s.end()
-	for !s.ended {
-		var err error
-		select {
-		case x := <-s.postsReady():
-			err = s.onPost(x)
-		case ev := <-s.ctl:
-			s.onControl(ev)
-		case o := <-s.conn.sub.Outcomes():
-			err = s.conn.onOutcome(o)
-		case call := <-s.conn.calls:
-			err = s.conn.onPeerCall(call)
-		case <-s.changes.signal:
-			if s.shedAsked.Swap(false) {
-				s.shedReplay()
-			}
-			err = s.conn.onChanges(s.changes.take())
-		case <-s.executorDone:
-			s.executorDone = nil
-			err = ErrExecutorClosed
-		}
-		if errors.Is(err, ErrExecutorClosed) {
-			s.conn.onExecutorClosed()
-		}
-	}
+	serveConnection(context.Background(), s.conn, s)
 }
 
-// postsReady is the channel of POSTed messages, nil while the connection
-// holds its bound of messages behind an initialize.
-func (s *httpSession) postsReady() <-chan *httpExchange {
+// The session is the HTTP side of its connection's owner loop: its input is
+// the POSTs, its own events the GETs, DELETEs, its writers' reports and its
+// idle timer (onControl).
+
+// input is the channel of POSTed messages, nil while the connection holds
+// its bound of messages behind an initialize.
+func (s *httpSession) input() <-chan *httpExchange {
 	if s.conn.holdFull() {
 		return nil
 	}
 	return s.posts
 }
+
+func (s *httpSession) onInput(x *httpExchange) error { return s.onPost(x) }
+func (s *httpSession) events() <-chan any            { return s.ctl }
+func (s *httpSession) onEvent(ev any) error          { s.onControl(ev); return nil }
+func (s *httpSession) finished() (bool, error)       { return s.ended, nil }
+
+// idle does nothing: the session's writers write on their own goroutines.
+func (s *httpSession) idle() error { return nil }
+
+// drain does nothing: what the connection answers goes to the session's
+// streams at once.
+func (s *httpSession) drain() error { return nil }
 
 // end ends the session: its work is cancelled, it leaves the table, and
 // every goroutine waiting on it is released by done.
@@ -188,7 +185,7 @@ func (s *httpSession) end() {
 	if s.client != nil {
 		s.h.clients.release(s.client)
 	}
-	s.idle.Stop()
+	s.idleTimer.Stop()
 	for _, l := range s.streams {
 		s.dropStream(l)
 	}
@@ -553,7 +550,7 @@ func (s *httpSession) expired() bool {
 // when it may.
 func (s *httpSession) onIdleTimer() {
 	if !s.expired() {
-		s.idle.Reset(max(s.h.opts.SessionIdleTimeout-time.Since(s.lastUsed), time.Millisecond))
+		s.idleTimer.Reset(max(s.h.opts.SessionIdleTimeout-time.Since(s.lastUsed), time.Millisecond))
 	}
 }
 

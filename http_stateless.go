@@ -23,6 +23,10 @@ type statelessPost struct {
 	res      *Reservation // the body's bytes, which its answer's join (see postedMessage.holdAnswer)
 	request  bool         // the message is a request, answered with a response
 	answered bool         // the answer is complete: the POST is done
+	// A listen stream's keep-alive ticks and the handler's quit (closed by
+	// CloseStreams); nil for a request.
+	keepAlive <-chan time.Time
+	quit      <-chan struct{}
 }
 
 // serveStateless serves a 2026-07-28 message: its headers must mirror its
@@ -66,48 +70,49 @@ func (h *HTTPHandler) serveStateless(w http.ResponseWriter, r *http.Request, msg
 		listenQuota:      listenQuota,
 		noClientRequests: true,
 	})
+	conn.executorDone = h.executor.Done()
 	defer conn.close()
-	var changes *changeBox
-	var keepAlive <-chan time.Time
 	if msg.method == methodSubscriptionsListen {
-		changes = newChangeBox()
-		conn.changes = changes
-		h.changes.add(changes)
-		defer h.changes.remove(changes)
+		conn.changes = newChangeBox()
+		h.changes.add(conn.changes)
+		defer h.changes.remove(conn.changes)
 		t := time.NewTicker(h.opts.KeepAlive)
 		defer t.Stop()
-		keepAlive = t.C
+		p.keepAlive = t.C
+		p.quit = h.quit // a listen stream ends with CloseStreams; a request runs to its end
 	}
+	// Whatever ends the loop (the answer, the client leaving: the deferred
+	// close cancels the request; CloseStreams; the executor closing: its
+	// requests were answered), the POST is done.
 	if err := conn.onMessage(message{env: msg.env, size: msg.size, header: h.messageHeader(r, msg, false), hold: msg.res}); err != nil {
-		return // the executor closed: answered already
+		conn.stopped(r.Context(), err, p)
+		return
 	}
-	var quit <-chan struct{} // a listen stream ends with CloseStreams; a request runs to its end
-	if changes != nil {
-		quit = h.quit
-	}
-	executorDone := h.executor.Done()
-	for !p.answered && !p.sse.failed {
-		select {
-		case o := <-conn.sub.Outcomes():
-			conn.onOutcome(o)
-		case call := <-conn.calls:
-			conn.onPeerCall(call)
-		case <-changes.signalOrNil():
-			conn.onChanges(changes.take())
-		case <-keepAlive:
-			if p.sse.started {
-				p.sse.comment()
-			}
-		case <-r.Context().Done():
-			return // the client left: the deferred close cancels the request
-		case <-quit:
-			return
-		case <-executorDone:
-			conn.onExecutorClosed()
-			return
-		}
-	}
+	serveConnection(r.Context(), conn, p)
 }
+
+// The POST is the HTTP side of its connection's owner loop: it takes no
+// message after its first; its events are the keep-alive ticks of a listen
+// stream, and its input the handler's CloseStreams, which ends one.
+
+func (p *statelessPost) input() <-chan struct{}   { return p.quit }
+func (p *statelessPost) onInput(struct{}) error   { return errConnDone }
+func (p *statelessPost) events() <-chan time.Time { return p.keepAlive }
+func (p *statelessPost) onEvent(time.Time) error {
+	if p.sse.started {
+		p.sse.comment()
+	}
+	return nil
+}
+
+// finished ends the loop once the answer is complete or the client stopped
+// reading.
+func (p *statelessPost) finished() (bool, error) { return p.answered || p.sse.failed, nil }
+
+// idle and drain do nothing: the POST's goroutine writes each frame as the
+// connection hands it over.
+func (p *statelessPost) idle() error  { return nil }
+func (p *statelessPost) drain() error { return nil }
 
 // send writes a notification of the request (progress, a log message, a
 // listen stream's event) as an SSE event, starting the stream.
@@ -146,12 +151,4 @@ func (p *statelessPost) answer(_ route, f finalFrame) error {
 		p.sse.plain(http.StatusAccepted, nil)
 	}
 	return nil
-}
-
-// signalOrNil is the box's signal, nil (never ready) for no box.
-func (b *changeBox) signalOrNil() <-chan struct{} {
-	if b == nil {
-		return nil
-	}
-	return b.signal
 }
