@@ -81,10 +81,10 @@ type Transport struct {
 	executor   *Executor
 	ownsExec   bool
 	// newSource starts the message source Serve reads (the lines of
-	// opts.Input, or an in-memory client's messages) and output is where
-	// the frames go.
+	// opts.Input, or an in-memory client's messages) and newWriter the
+	// writer of the frames (to opts.Output, or to an in-memory client).
 	newSource func() messageSource
-	output    io.Writer
+	newWriter func() *frameWriter
 
 	started chan struct{}  // closed when Serve starts
 	done    chan struct{}  // closed when Serve returns
@@ -98,6 +98,26 @@ type Transport struct {
 // NewTransport validates opts and returns a transport that will serve d.
 // An invalid option is reported as an error naming it.
 func NewTransport(d Dispatcher, opts Options) (*Transport, error) {
+	switch {
+	case d == nil:
+		return nil, errors.New("mcpstdio: nil Dispatcher")
+	case opts.Input == nil:
+		return nil, errors.New("mcpstdio: Options.Input is nil")
+	case opts.Output == nil:
+		return nil, errors.New("mcpstdio: Options.Output is nil")
+	}
+	t, err := newTransport(d, opts)
+	if err != nil {
+		return nil, err
+	}
+	t.newSource = func() messageSource { return newLineSource(t.opts.Input, t.opts.MaxLineBytes) }
+	t.newWriter = func() *frameWriter { return newFrameWriter(t.opts.Output, t.opts.WriteTimeout) }
+	return t, nil
+}
+
+// newTransport validates opts, all but Input and Output, and returns a
+// transport that will serve d; the caller sets its newSource and newWriter.
+func newTransport(d Dispatcher, opts Options) (*Transport, error) {
 	if d == nil {
 		return nil, errors.New("mcpstdio: nil Dispatcher")
 	}
@@ -108,12 +128,10 @@ func NewTransport(d Dispatcher, opts Options) (*Transport, error) {
 		opts:       opts,
 		dispatcher: d,
 		executor:   opts.Executor,
-		output:     opts.Output,
 		started:    make(chan struct{}),
 		done:       make(chan struct{}),
 		calls:      make(chan *peerCall),
 	}
-	t.newSource = func() messageSource { return newLineSource(opts.Input, opts.MaxLineBytes) }
 	if t.executor == nil {
 		e, err := NewExecutor(ExecutorOptions{MaxConcurrency: opts.MaxConcurrency, MaxQueue: opts.MaxQueue, MaxInflightBytes: opts.MaxInflightBytes})
 		if err != nil {
@@ -126,10 +144,6 @@ func NewTransport(d Dispatcher, opts Options) (*Transport, error) {
 
 func (o *Options) normalize() error {
 	switch {
-	case o.Input == nil:
-		return errors.New("mcpstdio: Options.Input is nil")
-	case o.Output == nil:
-		return errors.New("mcpstdio: Options.Output is nil")
 	case o.WriteTimeout < 0:
 		return fmt.Errorf("mcpstdio: Options.WriteTimeout must be positive, got %v", o.WriteTimeout)
 	case o.MaxLineBytes < 0:
@@ -188,7 +202,7 @@ func (t *Transport) Serve(ctx context.Context) (err error) {
 	// Serving starts before the reader does: a caller that saw input being
 	// read must not be told that Serve has not started.
 	close(t.started)
-	c := newCoordinator(ctx, t, t.newSource(), newFrameWriter(t.output, t.opts.WriteTimeout))
+	c := newCoordinator(ctx, t, t.newSource(), t.newWriter())
 	defer func() {
 		c.shutdown(err)
 		if t.ownsExec {

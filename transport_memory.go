@@ -33,13 +33,13 @@ func NewMemoryTransport(d Dispatcher, opts Options) (*Transport, *MemoryClient, 
 		ready: make(chan struct{}, 1),
 		room:  make(chan struct{}, 1),
 	}
-	opts.Input, opts.Output = memoryInput{}, (*memoryOutput)(c)
-	t, err := NewTransport(d, opts)
+	t, err := newTransport(d, opts)
 	if err != nil {
 		return nil, nil, err
 	}
 	c.maxLine, c.served = t.opts.MaxLineBytes, t.done
 	t.newSource = func() messageSource { return (*memorySource)(c) }
+	t.newWriter = func() *frameWriter { return newMessageWriter((*memoryOutput)(c), t.opts.WriteTimeout) }
 	return t, c, nil
 }
 
@@ -59,12 +59,13 @@ type MemoryClient struct {
 	// The server's messages not yet received, oldest first, and their
 	// length: at most memoryOutputBytes, or one message, as a pipe holds
 	// what its reader has not read yet. ready (capacity 1) is signalled
-	// when a message is queued, room when one is received. deadline is the
-	// write deadline the server set last (see memoryOutput). Guarded by mu.
+	// when a message is queued, room when one is received. mu guards
+	// outbox and outboxBytes, between the server's writer (the
+	// coordinator) and Receive's goroutines; it is held for a few steps at
+	// a time, never while anyone waits.
 	mu          sync.Mutex
 	outbox      []json.RawMessage
 	outboxBytes int
-	deadline    time.Time
 	ready, room chan struct{}
 }
 
@@ -201,56 +202,31 @@ func (s *memorySource) events() <-chan inbound { return s.in }
 func (s *memorySource) taken(inbound)          {}
 func (s *memorySource) close()                 {}
 
-// memoryOutput is the server's output: each frame a Write carries is queued
-// for Receive as one message. It takes write deadlines, as a non-blocking
-// pipe does, so the coordinator writes to it itself (and has set one before
-// it writes): a write that finds the outbox full waits for Receive until the
-// deadline.
+// memoryOutput is the server's output: the coordinator hands it each frame
+// as one message (messageOutput), which is queued for Receive. A message
+// that finds the outbox full waits for Receive until its deadline, as a
+// write to a full pipe does.
 type memoryOutput MemoryClient
 
-func (o *memoryOutput) SetWriteDeadline(t time.Time) error {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.deadline = t
+func (o *memoryOutput) sendMessage(msg []byte, deadline time.Time, abort <-chan struct{}) error {
+	c := (*MemoryClient)(o)
+	m := json.RawMessage(bytes.Clone(msg))
+	var expired <-chan time.Time // armed when the outbox is first found full
+	for !c.put(m) {
+		if expired == nil {
+			t := time.NewTimer(time.Until(deadline))
+			defer t.Stop()
+			expired = t.C
+		}
+		select {
+		case <-c.room:
+		case <-expired:
+			return os.ErrDeadlineExceeded
+		case <-abort:
+			return errWriteAborted
+		}
+	}
 	return nil
 }
 
-func (o *memoryOutput) Write(p []byte) (int, error) {
-	c := (*MemoryClient)(o)
-	var expired <-chan time.Time // armed when the outbox is first found full
-	n := 0
-	for len(p) > n {
-		end := n + bytes.IndexByte(p[n:], '\n')
-		if end < n {
-			end = len(p)
-		}
-		msg := json.RawMessage(append([]byte(nil), p[n:end]...))
-		for !c.put(msg) {
-			if expired == nil {
-				c.mu.Lock()
-				d := c.deadline
-				c.mu.Unlock()
-				if !d.IsZero() {
-					t := time.NewTimer(time.Until(d))
-					defer t.Stop()
-					expired = t.C
-				}
-			}
-			select {
-			case <-c.room:
-			case <-expired:
-				return n, os.ErrDeadlineExceeded
-			}
-		}
-		n = min(end+1, len(p))
-	}
-	return n, nil
-}
-
-// memoryInput stands in for Options.Input, which a memory transport never
-// reads.
-type memoryInput struct{}
-
-func (memoryInput) Read([]byte) (int, error) { return 0, io.EOF }
-
-var _ deadlineWriter = (*memoryOutput)(nil)
+var _ messageOutput = (*memoryOutput)(nil)

@@ -75,8 +75,12 @@ type deadlineWriter interface {
 type frameWriter struct {
 	out       io.Writer
 	deadlines deadlineWriter // the output's deadlines: direct mode; nil in helper mode
-	timeout   time.Duration
-	err       error // the terminal error, once a write failed; then nothing more is written
+	// messages, when not nil, is an output that takes frames as messages
+	// (the in-memory transport): direct mode, one frame at a time, never
+	// joined; out and deadlines are nil then.
+	messages messageOutput
+	timeout  time.Duration
+	err      error // the terminal error, once a write failed; then nothing more is written
 
 	// The frames waiting for the next write, their total length, and the
 	// acknowledgements to send once they are written.
@@ -123,6 +127,22 @@ type frameWriter struct {
 // client waits for must not pile up meanwhile. 64 KiB is a Linux pipe's
 // capacity: waiting for more would not reach the client sooner.
 const directFlushBytes = 64 << 10
+
+// messageOutput is an output that takes whole messages rather than bytes:
+// the in-memory transport's client. sendMessage hands over msg, one frame
+// without its newline, which it may keep; it blocks until the output takes
+// it, and fails with an error wrapping os.ErrDeadlineExceeded when it has
+// not by deadline, or with errWriteAborted once abort is closed.
+type messageOutput interface {
+	sendMessage(msg []byte, deadline time.Time, abort <-chan struct{}) error
+}
+
+// newMessageWriter returns the writer of out, in direct mode: each frame is
+// handed over alone, bounded by WriteTimeout from when the one before it was
+// taken (or from the flush). The caller must call close.
+func newMessageWriter(out messageOutput, timeout time.Duration) *frameWriter {
+	return &frameWriter{messages: out, timeout: timeout}
+}
 
 // newFrameWriter returns the writer of out, direct when out has write
 // deadlines (which it clears), otherwise with its writing goroutine started.
@@ -319,7 +339,7 @@ func (w *frameWriter) queue(frame []byte, done chan<- peerReply) error {
 		w.queuedAcks = append(w.queuedAcks, done)
 	}
 	switch {
-	case w.deadlines != nil:
+	case w.direct():
 		if w.queuedBytes >= directFlushBytes {
 			return w.flush()
 		}
@@ -328,6 +348,9 @@ func (w *frameWriter) queue(frame []byte, done chan<- peerReply) error {
 	}
 	return nil
 }
+
+// direct reports whether the owner writes itself (direct mode).
+func (w *frameWriter) direct() bool { return w.deadlines != nil || w.messages != nil }
 
 // take returns the queued frames as one write, the frames' own buffer when
 // there is one, else joined into the spare buffer; their acknowledgements
@@ -377,14 +400,38 @@ func (w *frameWriter) written(err error) error {
 // frame it took whole, or WriteTimeout/directPolls after abort closed. In
 // helper mode the frames are on their way already and flush does nothing.
 func (w *frameWriter) flush() error {
-	if w.deadlines == nil || len(w.queued) == 0 || w.err != nil {
+	if !w.direct() || len(w.queued) == 0 || w.err != nil {
 		return w.err
+	}
+	if w.messages != nil {
+		return w.flushMessages()
 	}
 	b := w.take()
 	if w.aborted() {
 		return w.written(errWriteAborted)
 	}
 	return w.written(w.writeDirect(b, w.ends))
+}
+
+// flushMessages hands the queued frames to the message output, one at a
+// time, each with its own WriteTimeout; their acknowledgements follow the
+// last, or the failure.
+func (w *frameWriter) flushMessages() error {
+	frames := w.queued
+	w.inflightAcks, w.queuedAcks = w.queuedAcks, w.inflightAcks[:0]
+	var err error
+	if w.aborted() {
+		err = errWriteAborted
+	}
+	for _, f := range frames {
+		if err != nil {
+			break
+		}
+		err = w.messages.sendMessage(f[:len(f)-1], time.Now().Add(w.timeout), w.abort)
+	}
+	clear(frames)
+	w.queued, w.queuedBytes = frames[:0], 0
+	return w.written(err)
 }
 
 // start hands the queued frames to the writing goroutine as one write; the
@@ -520,6 +567,9 @@ func (w *frameWriter) close(cause error) {
 	}
 	if w.stopWatch != nil {
 		w.stopWatch()
+	}
+	if w.messages != nil {
+		return
 	}
 	if w.deadlines != nil {
 		w.deadlines.SetWriteDeadline(time.Time{})

@@ -71,7 +71,6 @@ func TestFrameWriterModeFollowsTheOutput(t *testing.T) {
 		{"write deadlines", &deadlineOutput{}, true},
 		{"no deadlines", newFrameRecorder(), false},
 		{"deadlines refused", &noDeadlineOutput{frameRecorder: *newFrameRecorder()}, false},
-		{"in-memory transport", (*memoryOutput)(&MemoryClient{}), true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -81,6 +80,12 @@ func TestFrameWriterModeFollowsTheOutput(t *testing.T) {
 				t.Fatalf("direct %v, writing goroutine %v; want direct %v", direct, goroutine, tt.wantDirect)
 			}
 		})
+	}
+	// The in-memory transport's output takes messages: direct, no goroutine.
+	w := newMessageWriter((*memoryOutput)(&MemoryClient{}), time.Hour)
+	defer w.close(nil)
+	if !w.direct() || w.frames != nil {
+		t.Fatalf("message writer: direct %v, writing goroutine %v; want direct", w.direct(), w.frames != nil)
 	}
 }
 
@@ -252,4 +257,39 @@ func splitWholeFrames(t *testing.T, p []byte) [][]byte {
 		frames, p = append(frames, p[:i]), p[i:]
 	}
 	return frames
+}
+
+// messageRecorder is a messageOutput that records each message.
+type messageRecorder struct{ messages []string }
+
+func (r *messageRecorder) sendMessage(msg []byte, _ time.Time, _ <-chan struct{}) error {
+	r.messages = append(r.messages, string(msg))
+	return nil
+}
+
+// A message writer hands its output each frame alone, as a message without
+// its newline: nothing is joined, nothing re-split.
+func TestMessageWriterPassesMessages(t *testing.T) {
+	out := &messageRecorder{}
+	w := newMessageWriter(out, time.Hour)
+	defer w.close(nil)
+	done := make(chan peerReply, 1)
+	for _, f := range []string{"{\"a\":1}\n", "{\"b\":2}\n"} {
+		if err := w.queue([]byte(f), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.queue([]byte("{\"c\":3}\n"), done)
+	if len(out.messages) != 0 {
+		t.Fatalf("%d messages before the flush, want none", len(out.messages))
+	}
+	if err := w.flush(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Join(out.messages, "|"), `{"a":1}|{"b":2}|{"c":3}`; got != want {
+		t.Fatalf("messages %s, want %s", got, want)
+	}
+	if r := <-done; r.err != nil {
+		t.Fatalf("acknowledged %v", r.err)
+	}
 }
