@@ -1,7 +1,8 @@
 package main
 
 // The connection core: the state of one MCP connection and what each event
-// does to it. Every transport drives it the same way:
+// does to it. Every transport drives it with the one owner loop
+// (serveConnection, conn_loop.go), supplying its side of it:
 //
 //   - stdio: the coordinator (coordinator.go) owns one connection for the
 //     whole stream;
@@ -14,11 +15,14 @@ package main
 // goroutines (workers, handlers' Peers, the application's Notify) reach it
 // through channels the owner selects on. It never waits on a handler, and it
 // never writes itself: frames go to the owner's outlet, which never blocks on
-// a client.
+// a client. Its parts: this file (admission, outcomes, answers),
+// conn_cancel.go (cancellation, messages held behind an initialize),
+// conn_subscriptions.go (listen streams, subscriptions, catalog changes),
+// conn_peer.go (server-to-client calls), conn_batch.go (2025-03-26 batches)
+// and conn_executions.go (the table of executions by id).
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"maps"
@@ -232,13 +236,6 @@ func (c *connection) newExecution() *execution {
 		return &rx.execution
 	}
 	return new(execution)
-}
-
-// subscription is an open 2026 subscriptions/listen stream.
-type subscription struct {
-	id     string // the listen request's canonical id, also its subscriptionId
-	route  route
-	filter *ListenFilter
 }
 
 // workResult is what a worker hands back through the executor.
@@ -493,25 +490,6 @@ func (c *connection) applyReply(r Reply) {
 	}
 }
 
-// subscriptions counts what MaxSubscriptions bounds: open listen streams and
-// URIs subscribed with resources/subscribe, in one budget, since both are
-// state the connection keeps for the client until it lets go.
-func (c *connection) subscriptions() int { return len(c.subs) + len(c.resourceSub) }
-
-// admitSubscribe decides a successful resources/subscribe of uri here, where
-// the count is known (the worker that answered could not know it): nil when
-// uri is subscribed already (it does not count twice) or fits, otherwise the
-// -32602 that is written instead of the dispatcher's success.
-func (c *connection) admitSubscribe(uri string) *RPCError {
-	if err := subscriptionURIError(uri); err != nil {
-		return err
-	}
-	if c.resourceSub[uri] || c.subscriptions() < c.maxSubscriptions {
-		return nil
-	}
-	return errSubscriptionLimit(c.maxSubscriptions)
-}
-
 // forget drops a finished, cancelled or timed-out execution: its id is free
 // and its server-to-client requests still waiting fail at once.
 func (c *connection) forget(ex *execution) {
@@ -533,264 +511,6 @@ func (c *connection) forget(ex *execution) {
 	}
 }
 
-// onInputEnd records that no more messages come: open subscriptions close
-// without a final message, and server-to-client requests fail, since no
-// response can arrive any more. Admitted requests go on and are answered.
-func (c *connection) onInputEnd() error {
-	c.inputEnded = true
-	for _, id := range slices.Sorted(maps.Keys(c.subs)) {
-		if err := c.closeSubscription(id, noAnswer); err != nil {
-			return err
-		}
-	}
-	for id, out := range c.outgoing {
-		delete(c.outgoing, id)
-		out.reply <- peerReply{err: ErrNoClientInput}
-	}
-	return nil
-}
-
-// onCancel handles notifications/cancelled inline (SPEC §6.2): the named
-// in-flight request is cancelled and forgotten at once, so nothing is ever
-// written for it and its id can be reused by the very next message; a named
-// subscription closes without a final message. An initialize cannot be
-// cancelled. Unknown ids and malformed params are ignored.
-func (c *connection) onCancel(params []byte) error {
-	id, ok := cancelledID(params)
-	if !ok {
-		return nil
-	}
-	if _, ok := c.subs[id]; ok {
-		return c.closeSubscription(id, noAnswer)
-	}
-	if i := c.heldIndex(id); i >= 0 {
-		if ex := c.held[i]; ex.method != methodInitialize {
-			c.dropHeld(i)
-			return c.answer(ex.route, noAnswer)
-		}
-		return nil
-	}
-	ex := c.byID.get(id)
-	if ex == nil || ex.method == methodInitialize {
-		return nil
-	}
-	return c.cancel(ex)
-}
-
-// cancelRoute cancels the requests whose answers go to r (one, or the
-// members of a batch), as a notifications/cancelled naming them would (an
-// initialize too: its client is gone): nothing more is sent to r.
-func (c *connection) cancelRoute(r route) {
-	c.held = slices.DeleteFunc(c.held, func(ex *execution) bool {
-		if rootRoute(ex.route) != r {
-			return false
-		}
-		c.heldBytes -= ex.job.size
-		return true
-	})
-	for ex := range c.byID.all() {
-		if rootRoute(ex.route) == r {
-			c.stop(ex)
-		}
-	}
-	for _, ex := range c.untracked {
-		if rootRoute(ex.route) == r {
-			c.stop(ex)
-		}
-	}
-}
-
-// stop cancels and forgets ex; what it held behind it goes on.
-func (c *connection) stop(ex *execution) {
-	c.sub.cancelJob(&ex.job)
-	c.forget(ex)
-	if ex.gates {
-		c.releaseHeld()
-	}
-}
-
-// cancel stops ex, forgets it and ends its answer without a response.
-func (c *connection) cancel(ex *execution) error {
-	c.sub.cancelJob(&ex.job)
-	c.forget(ex)
-	return c.answer(ex.route, noAnswer)
-}
-
-// cancelledID returns the canonical id that the params of
-// notifications/cancelled name, or false when they are malformed (no
-// trackable requestId, or a reason that is not a string).
-func cancelledID(params []byte) (string, bool) {
-	raw, ok := lookupMember(params, "requestId")
-	if !ok {
-		return "", false
-	}
-	if reason, ok := lookupMember(params, "reason"); ok {
-		if _, isString := decodeString(reason); !isString {
-			return "", false
-		}
-	}
-	return canonicalID(raw)
-}
-
-// onPeerCall writes a running request's notification or an application's
-// (Notify), or sends a running request's server-to-client request, unless
-// the request has ended.
-func (c *connection) onPeerCall(call *peerCall) error {
-	switch {
-	case call.ex != nil && !call.ex.live:
-		call.reply <- peerReply{err: ErrRequestEnded}
-		return nil
-	case call.frame != nil:
-		return c.send(call.ex.routeOrNil(), call.frame, call.reply)
-	case c.noClientRequests:
-		call.reply <- peerReply{err: errNoClientRequests}
-		return nil
-	case c.inputEnded:
-		call.reply <- peerReply{err: ErrNoClientInput}
-		return nil
-	}
-	c.outgoingSeq++
-	id := outgoingID(c.outgoingSeq)
-	frame, err := requestFrame(id, call.method, call.params)
-	if err != nil {
-		call.reply <- peerReply{err: err}
-		return nil
-	}
-	if c.outgoing == nil {
-		c.outgoing = make(map[string]*outgoingRequest)
-	}
-	c.outgoing[id] = &outgoingRequest{ex: call.ex, reply: call.reply}
-	call.ex.outgoing = append(call.ex.outgoing, id)
-	return c.send(call.ex.route, frame, nil)
-}
-
-// routeOrNil is ex's route, nil for no execution (an application's Notify).
-func (ex *execution) routeOrNil() route {
-	if ex == nil {
-		return nil
-	}
-	return ex.route
-}
-
-// errNoClientRequests is what Peer.Request returns where the client's
-// response has no way back (2026-07-28 over HTTP): that version asks the
-// client with input_required results instead.
-var errNoClientRequests = errors.New("mcpstdio: a 2026-07-28 request cannot send server-to-client requests; return an input_required result")
-
-// onClientResponse routes the client's response to the server-to-client
-// request waiting for it; any other response is dropped.
-func (c *connection) onClientResponse(env envelope) {
-	id, ok := canonicalID(env.id)
-	if !ok {
-		return
-	}
-	out, ok := c.outgoing[id]
-	if !ok {
-		return
-	}
-	delete(c.outgoing, id)
-	out.ex.outgoing = slices.DeleteFunc(out.ex.outgoing, func(s string) bool { return s == id })
-	out.reply <- clientResponse(env)
-}
-
-// openSubscription turns the listen request ex into an open stream and
-// acknowledges it, or refuses it over MaxSubscriptions (or the client's
-// quota).
-func (c *connection) openSubscription(ex *execution, filter *ListenFilter) error {
-	if c.subscriptions() >= c.maxSubscriptions || c.listenQuota != nil && !c.listenQuota.take() {
-		return c.answer(ex.route, errorAnswer(ex.id, errSubscriptionCapacity))
-	}
-	if c.changes != nil {
-		if err := c.onChanges(c.changes.take()); err != nil {
-			return err
-		}
-	}
-	s := &subscription{id: ex.id, route: ex.route, filter: filter}
-	if c.inputEnded {
-		c.releaseListen(s)
-		return c.answer(ex.route, noAnswer) // it would be closed at once
-	}
-	if c.subs == nil {
-		c.subs = make(map[string]*subscription)
-	}
-	c.subs[ex.id] = s
-	params := filter.Notifications
-	if params == nil {
-		params = json.RawMessage(`{}`)
-	}
-	frame, err := notificationFrame(methodSubscriptionsAcknowledged, subscriptionParams(`{"notifications":`+string(params), ex.id))
-	if err != nil {
-		return err
-	}
-	return c.send(ex.route, frame, nil)
-}
-
-// closeSubscription closes the listen stream id with final, its final
-// response (nil: none, as after a cancel); its id is free again.
-func (c *connection) closeSubscription(id string, final finalFrame) error {
-	s := c.subs[id]
-	delete(c.subs, id)
-	c.releaseListen(s)
-	return c.answer(s.route, final)
-}
-
-// releaseListen gives a closed listen stream's place back to the client's
-// quota.
-func (c *connection) releaseListen(*subscription) {
-	if c.listenQuota != nil {
-		c.listenQuota.release()
-	}
-}
-
-// onChanges forwards catalog changes: in the initialize era as list_changed
-// and resources/updated notifications, on 2026 listen streams as tagged
-// notifications to the streams that asked for them.
-func (c *connection) onChanges(changes []Change) error {
-	for _, change := range changes {
-		if err := c.forwardChange(change); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (c *connection) forwardChange(change Change) error {
-	if change.Kind == SubscriptionsEnded {
-		for _, id := range slices.Sorted(maps.Keys(c.subs)) {
-			if err := c.closeSubscription(id, finalFrame{frame: subscriptionEndFrame(id)}); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	prefix, ok := changeParamsPrefix(change)
-	if !ok {
-		return nil
-	}
-	legacy := c.session.ProtocolVersion != "" && (change.Kind != ResourceUpdated || c.resourceSub[change.URI])
-	if legacy {
-		if frame, err := legacyChangeFrame(change, prefix); err == nil {
-			if err := c.send(nil, frame, nil); err != nil {
-				return err
-			}
-		}
-	}
-	for _, id := range slices.Sorted(maps.Keys(c.subs)) {
-		s := c.subs[id]
-		if !s.filter.wants(change) {
-			continue
-		}
-		frame, err := notificationFrame(change.method(), subscriptionParams(prefix, id))
-		if err != nil {
-			continue
-		}
-		if err := c.send(s.route, frame, nil); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // onExecutorClosed answers every pending request -32603 "Request worker
 // failed"; the connection cannot serve any more.
 func (c *connection) onExecutorClosed() error {
@@ -803,42 +523,4 @@ func (c *connection) onExecutorClosed() error {
 		}
 	}
 	return nil
-}
-
-// heldIndex is the position of the held request with canonical id in
-// c.held, or -1.
-func (c *connection) heldIndex(id string) int {
-	for i, ex := range c.held {
-		if ex.id == id {
-			return i
-		}
-	}
-	return -1
-}
-
-// dropHeld removes c.held[i] without answering it.
-func (c *connection) dropHeld(i int) {
-	c.heldBytes -= c.held[i].job.size
-	c.held = slices.Delete(c.held, i, i+1)
-}
-
-// releaseHeld submits the held messages in arrival order, now that no
-// initialize is in flight, until one of them is an initialize again: the
-// rest then wait for that one.
-func (c *connection) releaseHeld() error {
-	for c.initializing == 0 && len(c.held) > 0 {
-		ex := c.held[0]
-		c.dropHeld(0)
-		if err := c.submit(ex); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// holdFull reports whether the messages held behind an initialize reached
-// their bound (linesBuffer messages or aheadBytes): the owner takes no more
-// input until the initialize finishes.
-func (c *connection) holdFull() bool {
-	return len(c.held) >= linesBuffer || c.heldBytes >= aheadBytes
 }
