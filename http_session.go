@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"maps"
 	"net/http"
@@ -82,10 +81,6 @@ type httpExchange struct {
 	// answered is set once the owner handed the last of its answer.
 	answered bool
 }
-
-// newSessionID returns a cryptographically random session id of visible
-// ASCII characters.
-func newSessionID() string { return rand.Text() }
 
 // startSession starts a session whose first message is the initialize x, for
 // the principal owner; its work counts against the executor client

@@ -72,9 +72,11 @@ type RuntimeOptions struct {
 	// to an initialize-era connection before it calls logging/setLevel;
 	// empty means none are sent until it does.
 	DefaultLogLevel string
-	// Tasks configure the tasks extension (tasks.go): where tasks are kept
-	// and their bounds. It is advertised while a tool declares task support.
-	Tasks TaskOptions
+	// Tasks, when set, serve the tasks extension: TaskOptions (tasks.go)
+	// say where tasks are kept and their bounds. It is advertised while a
+	// tool declares task support. Nil serves no tasks: AddTool then refuses
+	// a tool whose Execution supports them.
+	Tasks TaskProvider
 	// Logger receives diagnostics (handler panics, results that failed to
 	// encode); nil discards them. Never written to the protocol output.
 	Logger *slog.Logger
@@ -120,7 +122,7 @@ type Runtime struct {
 
 	watchers changeWatchers
 
-	tasks *taskManager // set by NewRuntime
+	tasks runtimeTasks // set by NewRuntime; nil without RuntimeOptions.Tasks
 }
 
 var _ fastPathDispatcher = (*Runtime)(nil)
@@ -167,8 +169,10 @@ func NewRuntime(opts RuntimeOptions) (*Runtime, error) {
 	if rt.serverInfoMeta, err = marshalJSON(map[string]json.RawMessage{metaKeyServerInfo: rt.serverInfoJSON}); err != nil {
 		return nil, fmt.Errorf("runtime options: encoding ServerInfo: %w", err)
 	}
-	if rt.tasks, err = newTaskManager(opts.Tasks, opts.Logger, rt.emit); err != nil {
-		return nil, fmt.Errorf("runtime options: %w", err)
+	if opts.Tasks != nil {
+		if rt.tasks, err = opts.Tasks.tasksFor(rt); err != nil {
+			return nil, fmt.Errorf("runtime options: %w", err)
+		}
 	}
 	return rt, nil
 }
@@ -303,8 +307,9 @@ func (rt *Runtime) serveCatalog(ctx context.Context, c *methodCall) Reply {
 		return rt.getPrompt(ctx, c)
 	case "completion/complete":
 		return rt.complete(ctx, c)
-	case methodTasksGet, methodTasksUpdate, methodTasksCancel:
-		return rt.serveTasks(ctx, c)
+	}
+	if rt.tasks != nil && rt.tasks.serves(c.req.Method) {
+		return rt.tasks.serve(ctx, *c)
 	}
 	return Reply{Error: methodNotFound(c.req.Method)}
 }
@@ -353,7 +358,7 @@ type HandlerRequest struct {
 
 	rt            *Runtime        // nil for a HandlerRequest built outside Dispatch
 	peer          Peer            // nil when there is no client to reach
-	task          *taskRun        // a tools/call that may become a task; else nil
+	task          handlerTask     // a tools/call that may become a task; else nil
 	progressToken json.RawMessage // the request's _meta.progressToken, nil when absent
 	logThreshold  string          // see Runtime.logThreshold
 	progress      progressState
@@ -618,8 +623,8 @@ func (rt *Runtime) capabilities() serverCapabilities {
 	if len(rt.cat.tools.list) > 0 {
 		caps.Tools = &listCapability{ListChanged: rt.listChanged[listTools]}
 	}
-	if rt.cat.taskTools > 0 {
-		caps.Extensions = map[string]struct{}{TasksExtension: {}}
+	if rt.cat.taskTools > 0 { // AddTool refused them without rt.tasks
+		caps.Extensions = map[string]struct{}{rt.tasks.extensionName(): {}}
 	}
 	return caps
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"sync"
 )
 
@@ -207,8 +206,13 @@ func (rt *Runtime) listen(ctx context.Context, c *methodCall) Reply {
 	if len(asked.TaskIDs) > maxListenResources {
 		return Reply{Error: invalidParams(fmt.Sprintf("Invalid params: at most %d taskIds", maxListenResources))}
 	}
-	if len(asked.TaskIDs) > 0 && !tasksDeclared(c) {
-		return Reply{Error: errTasksNotDeclared()}
+	var tasks []string
+	if len(asked.TaskIDs) > 0 && rt.tasks != nil {
+		name := rt.tasks.extensionName()
+		if !declaresExtension(c, name) {
+			return Reply{Error: extensionNotDeclared(name)}
+		}
+		tasks = rt.tasks.listenable(ctx, *c, asked.TaskIDs)
 	}
 	caps := rt.capabilities()
 	honoured := listenRequest{
@@ -223,11 +227,7 @@ func (rt *Runtime) listen(ctx context.Context, c *methodCall) Reply {
 			}
 		}
 	}
-	for _, id := range asked.TaskIDs {
-		if _, rerr := rt.tasks.visible(ctx, c, id); rerr == nil && !slices.Contains(honoured.TaskIDs, id) {
-			honoured.TaskIDs = append(honoured.TaskIDs, id)
-		}
-	}
+	honoured.TaskIDs = tasks
 	ack, err := marshalJSON(honoured)
 	if err != nil {
 		return Reply{Error: internalError()}

@@ -16,6 +16,18 @@ const (
 	methodSubscriptionsListen       = "subscriptions/listen"
 )
 
+// The methods of the tasks extension (tasks.go), which the HTTP transport
+// routes by name too.
+const (
+	methodTasksGet    = "tasks/get"
+	methodTasksUpdate = "tasks/update"
+	methodTasksCancel = "tasks/cancel"
+)
+
+// notificationTasks announces a task's new state on a listen stream (the
+// tasks extension's, which the connection core routes like the others).
+const notificationTasks = "notifications/tasks"
+
 // metaKeySubscriptionID tags every frame of a 2026 subscriptions/listen
 // stream with the listen request's id.
 const metaKeySubscriptionID = "io.modelcontextprotocol/subscriptionId"
