@@ -115,6 +115,11 @@ type Runtime struct {
 	resourcesSubscribe bool
 	policy             AccessPolicy
 
+	// mu guards cat: registration writes it while Dispatch reads it from
+	// many goroutines, and a read-write lock lets the reads, the common
+	// case, run together. It is held only to read or replace entries, never
+	// while calling out (a handler, the tasks, a change watcher: emit runs
+	// after it is released).
 	mu  sync.RWMutex
 	cat catalog // guarded by mu
 
@@ -605,6 +610,10 @@ type listCapability struct {
 
 // capabilities reports what the catalog serves now.
 func (rt *Runtime) capabilities() serverCapabilities {
+	var tasksName string
+	if rt.tasks != nil {
+		tasksName = rt.tasks.extensionName()
+	}
 	rt.mu.RLock()
 	defer rt.mu.RUnlock()
 	var caps serverCapabilities
@@ -624,7 +633,7 @@ func (rt *Runtime) capabilities() serverCapabilities {
 		caps.Tools = &listCapability{ListChanged: rt.listChanged[listTools]}
 	}
 	if rt.cat.taskTools > 0 { // AddTool refused them without rt.tasks
-		caps.Extensions = map[string]struct{}{rt.tasks.extensionName(): {}}
+		caps.Extensions = map[string]struct{}{tasksName: {}}
 	}
 	return caps
 }

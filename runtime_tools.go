@@ -125,16 +125,18 @@ func (rt *Runtime) AddTool(tool Tool, handler ToolHandler) error {
 	if err != nil {
 		return fmt.Errorf("adding tool %q: %w", tool.Name, err)
 	}
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	if !rt.cat.tools.add(tool.Name, entry) {
-		return fmt.Errorf("adding tool %q: a tool of that name is already registered", tool.Name)
+	tasks := entry.tool.Execution.supportsTasks()
+	if tasks && rt.tasks == nil {
+		return fmt.Errorf("adding tool %q: execution.taskSupport %q needs RuntimeOptions.Tasks", tool.Name, entry.tool.Execution.TaskSupport)
 	}
-	if entry.tool.Execution.supportsTasks() {
-		if rt.tasks == nil {
-			return fmt.Errorf("adding tool %q: execution.taskSupport %q needs RuntimeOptions.Tasks", tool.Name, entry.tool.Execution.TaskSupport)
-		}
+	rt.mu.Lock()
+	added := rt.cat.tools.add(tool.Name, entry)
+	if added && tasks {
 		rt.cat.taskTools++
+	}
+	rt.mu.Unlock()
+	if !added {
+		return fmt.Errorf("adding tool %q: a tool of that name is already registered", tool.Name)
 	}
 	rt.AnnounceListChanged(ToolsChanged)
 	return nil
@@ -144,11 +146,12 @@ func (rt *Runtime) AddTool(tool Tool, handler ToolHandler) error {
 // registered. Calls already running finish, and so do its tasks.
 func (rt *Runtime) RemoveTool(name string) bool {
 	rt.mu.Lock()
-	defer rt.mu.Unlock()
 	if e := rt.cat.tools.byKey[name]; e != nil && e.tool.Execution.supportsTasks() {
 		rt.cat.taskTools--
 	}
-	return rt.announceIf(rt.cat.tools.remove(name), ToolsChanged)
+	removed := rt.cat.tools.remove(name)
+	rt.mu.Unlock()
+	return rt.announceIf(removed, ToolsChanged)
 }
 
 func newToolEntry(tool Tool, handler ToolHandler) (*toolEntry, error) {
