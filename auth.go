@@ -324,7 +324,7 @@ func isToken68(s string) bool {
 // insufficient_scope, naming the request's scopes and the tool's, and
 // reports false.
 func (g *authGate) allowMessage(w http.ResponseWriter, r *http.Request, msg *postedMessage) bool {
-	if msg.method != "tools/call" || msg.isNotification() || len(g.toolScopes) == 0 || msg.env.params == nil {
+	if msg.method != methodToolsCall || msg.isNotification() || len(g.toolScopes) == 0 || msg.env.params == nil {
 		return true
 	}
 	raw, ok := lookupMember(msg.env.params, "name")

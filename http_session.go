@@ -12,7 +12,8 @@ import (
 	"time"
 )
 
-// Initialize-era sessions of the HTTP transport (2025-06-18, 2025-11-25).
+// Initialize-era sessions of the HTTP transport (2025-03-26, 2025-06-18,
+// 2025-11-25).
 //
 // A session is a connection (conn.go) whose owner is the session's own
 // goroutine (loop), exactly as the coordinator owns a stdio connection: the
@@ -298,7 +299,7 @@ func (s *httpSession) startStream(x *httpExchange) {
 	if !x.gone {
 		l.writer, x.streamWriter.stream = &x.streamWriter, l
 	}
-	if s.conn.session.ProtocolVersion >= ProtocolVersion20251125 {
+	if dialectOf(s.conn.session.ProtocolVersion).ssePriming {
 		l.retry = s.h.opts.SSERetry
 		s.appendEvent(l, nil)
 	}
@@ -505,7 +506,7 @@ func (s *httpSession) onGet(g getRequest) getVerdict {
 	s.writers++
 	l.writer, g.w.stream = g.w, l
 	l.handed = max(after, l.first-1)
-	if l.standalone && g.lastEventID == "" && s.conn.session.ProtocolVersion >= ProtocolVersion20251125 {
+	if l.standalone && g.lastEventID == "" && dialectOf(s.conn.session.ProtocolVersion).ssePriming {
 		l.retry = s.h.opts.SSERetry
 		s.appendEvent(l, nil)
 	}

@@ -78,7 +78,7 @@ func (r *HandlerRequest) ReportProgress(ctx context.Context, p Progress) error {
 	if err != nil {
 		return err
 	}
-	if err := r.peer.Notify(ctx, "notifications/progress", params); err != nil {
+	if err := r.peer.Notify(ctx, methodProgress, params); err != nil {
 		return err
 	}
 	r.progress.count++

@@ -273,21 +273,21 @@ func (rt *Runtime) Dispatch(ctx context.Context, req *Request) Reply {
 	}
 	c.logThreshold = rt.logThreshold(c)
 	switch {
-	case c.era != eraStateless && req.Method == "initialize":
+	case c.era != eraStateless && req.Method == methodInitialize:
 		return rt.initialize(c)
-	case c.era != eraStateless && req.Method == "ping":
+	case c.era != eraStateless && req.Method == methodPing:
 		return rt.resultReply(c, emptyResult{})
 	case c.era == eraUnnegotiated:
 		return Reply{Error: missingMetaError(c.meta != nil)}
-	case c.era == eraStateless && req.Method == "server/discover":
+	case c.era == eraStateless && req.Method == methodServerDiscover:
 		return rt.discover(c)
-	case c.era == eraStateless && req.Method == "subscriptions/listen":
+	case c.era == eraStateless && req.Method == methodSubscriptionsListen:
 		return rt.listen(ctx, c)
-	case c.era == eraLegacy && req.Method == "logging/setLevel" && rt.logging:
+	case c.era == eraLegacy && req.Method == methodLoggingSetLevel && rt.logging:
 		return rt.setLogLevel(c)
-	case c.era == eraLegacy && req.Method == "resources/subscribe" && rt.resourcesSubscribe && rt.servesResources():
+	case c.era == eraLegacy && req.Method == methodResourcesSubscribe && rt.resourcesSubscribe && rt.servesResources():
 		return rt.subscribeResource(c, true)
-	case c.era == eraLegacy && req.Method == "resources/unsubscribe" && rt.resourcesSubscribe && rt.servesResources():
+	case c.era == eraLegacy && req.Method == methodResourcesUnsubscribe && rt.resourcesSubscribe && rt.servesResources():
 		return rt.subscribeResource(c, false)
 	}
 	return rt.serveCatalog(ctx, c)
@@ -296,21 +296,21 @@ func (rt *Runtime) Dispatch(ctx context.Context, req *Request) Reply {
 // serveCatalog serves the methods both dialects share.
 func (rt *Runtime) serveCatalog(ctx context.Context, c *methodCall) Reply {
 	switch c.req.Method {
-	case "tools/list":
+	case methodToolsList:
 		return rt.listTools(c)
-	case "tools/call":
+	case methodToolsCall:
 		return rt.callTool(ctx, c)
-	case "resources/list":
+	case methodResourcesList:
 		return rt.listResources(c)
-	case "resources/templates/list":
+	case methodResourcesTemplatesList:
 		return rt.listResourceTemplates(c)
-	case "resources/read":
+	case methodResourcesRead:
 		return rt.readResource(ctx, c)
-	case "prompts/list":
+	case methodPromptsList:
 		return rt.listPrompts(c)
-	case "prompts/get":
+	case methodPromptsGet:
 		return rt.getPrompt(ctx, c)
-	case "completion/complete":
+	case methodCompletionComplete:
 		return rt.complete(ctx, c)
 	}
 	if rt.tasks != nil && rt.tasks.serves(c.req.Method) {
