@@ -32,9 +32,9 @@ import (
 
 // The methods a handler may ask the client.
 const (
-	MethodCreateMessage = "sampling/createMessage"
-	MethodElicit        = "elicitation/create"
-	MethodListRoots     = "roots/list"
+	MethodCreateMessage = methodSamplingCreateMessage
+	MethodElicit        = methodElicitationCreate
+	MethodListRoots     = methodRootsList
 )
 
 // ErrInputRequired is wrapped by the error an ask returns, in 2026-07-28,

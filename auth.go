@@ -13,7 +13,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -21,44 +20,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"time"
 )
-
-// Principal is whom a request's access token speaks for: the resource owner
-// (a user) or a client acting on its own behalf. Its fields are read-only.
-type Principal struct {
-	// Subject is the token's sub; "" when it has none (a client-credentials
-	// token introspected, say).
-	Subject string
-	// ClientID is the token's client_id: the client it was issued to.
-	ClientID string
-	// Issuer is the authorization server that issued the token (iss).
-	Issuer string
-	// Scopes are the scopes the token grants, in the token's order.
-	Scopes []string
-	// ExpiresAt is when the token expires (exp); zero when unknown.
-	ExpiresAt time.Time
-	// Claims are all of the token's claims as a JSON object: a JWT's
-	// payload, or an introspection response.
-	Claims json.RawMessage
-}
-
-// ID names the principal: its Subject, else its ClientID ("" for a nil
-// Principal). A session, cursor or requestState handed to one principal is
-// refused to any other.
-func (p *Principal) ID() string {
-	if p == nil {
-		return ""
-	}
-	if p.Subject != "" {
-		return p.Subject
-	}
-	return p.ClientID
-}
-
-// HasScope reports whether the token grants scope (false for a nil
-// Principal).
-func (p *Principal) HasScope(scope string) bool { return p != nil && slices.Contains(p.Scopes, scope) }
 
 // missingScopes returns those of want the token does not grant, in order.
 func (p *Principal) missingScopes(want []string) []string {
@@ -69,34 +31,6 @@ func (p *Principal) missingScopes(want []string) []string {
 		}
 	}
 	return missing
-}
-
-// principalBinding is what a session, cursor or requestState is bound to:
-// "" without a principal (no authorization), else the principal's ID marked
-// as a subject or a client id, so that neither can pass for the other.
-func principalBinding(p *Principal) string {
-	switch {
-	case p == nil:
-		return ""
-	case p.Subject != "":
-		return "sub:" + p.Subject
-	default:
-		return "client:" + p.ClientID
-	}
-}
-
-type principalContextKey struct{}
-
-// ContextWithPrincipal returns a copy of ctx that carries p.
-func ContextWithPrincipal(ctx context.Context, p *Principal) context.Context {
-	return context.WithValue(ctx, principalContextKey{}, p)
-}
-
-// PrincipalFromContext returns the Principal ctx carries, or nil. A
-// handler's context carries the one its request's token was verified for.
-func PrincipalFromContext(ctx context.Context) *Principal {
-	p, _ := ctx.Value(principalContextKey{}).(*Principal)
-	return p
 }
 
 // A TokenVerifier decides whether a bearer token is valid for this server.
@@ -390,7 +324,7 @@ func isToken68(s string) bool {
 // insufficient_scope, naming the request's scopes and the tool's, and
 // reports false.
 func (g *authGate) allowMessage(w http.ResponseWriter, r *http.Request, msg *postedMessage) bool {
-	if msg.method != "tools/call" || msg.isNotification() || len(g.toolScopes) == 0 || msg.env.params == nil {
+	if msg.method != methodToolsCall || msg.isNotification() || len(g.toolScopes) == 0 || msg.env.params == nil {
 		return true
 	}
 	raw, ok := lookupMember(msg.env.params, "name")

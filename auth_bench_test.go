@@ -37,7 +37,7 @@ func BenchmarkJWTVerify(b *testing.B) {
 // BenchmarkHTTPEchoAuthorized is BenchmarkHTTPEcho with an ES256 access
 // token verified on every request.
 func BenchmarkHTTPEchoAuthorized(b *testing.B) {
-	rt, err := NewRuntime(RuntimeOptions{ServerInfo: Implementation{Name: "bench", Version: "1"}})
+	rt, err := NewRuntime(RuntimeOptions{ServerInfo: Implementation{Name: "bench", Version: "1"}, Tasks: TaskOptions{}})
 	if err != nil {
 		b.Fatal(err)
 	}

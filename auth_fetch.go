@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -21,6 +22,29 @@ const (
 	DefaultIssuerMaxResponseBytes = 1 << 20
 	maxIssuerRedirects            = 3
 )
+
+// maxClockSkew bounds a verifier's ClockSkew.
+const maxClockSkew = 5 * time.Minute
+
+// normalizeIssuerOptions checks and defaults the options both verifiers have
+// (JWTVerifierOptions and IntrospectionVerifierOptions, which kind names in
+// the error): the clock skew they allow, the bounds of their requests to the
+// authorization server, and their logger.
+func normalizeIssuerOptions(kind string, skew, fetchTimeout *time.Duration, maxResponseBytes *int, logger **slog.Logger) error {
+	switch {
+	case *skew < 0 || *skew > maxClockSkew:
+		return fmt.Errorf("mcpstdio: %s.ClockSkew must be between 0 and %v, got %v", kind, maxClockSkew, *skew)
+	case *fetchTimeout < 0 || *maxResponseBytes < 0:
+		return fmt.Errorf("mcpstdio: %s.FetchTimeout and MaxResponseBytes must not be negative", kind)
+	}
+	defaultTo(skew, DefaultClockSkew)
+	defaultTo(fetchTimeout, DefaultIssuerFetchTimeout)
+	defaultTo(maxResponseBytes, DefaultIssuerMaxResponseBytes)
+	if *logger == nil {
+		*logger = slog.Default()
+	}
+	return nil
+}
 
 // issuerHTTP makes the verifiers' requests to an authorization server. Each
 // request has a deadline, reads at most maxBytes of the answer, wants a 200

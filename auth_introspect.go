@@ -98,20 +98,15 @@ func NewIntrospectionVerifier(opts IntrospectionVerifierOptions) (*Introspection
 	switch {
 	case opts.CacheTTL < 0 || opts.CacheTTL > maxIntrospectionCacheTTL:
 		return nil, fmt.Errorf("mcpstdio: IntrospectionVerifierOptions.CacheTTL must be between 0 and %v, got %v", maxIntrospectionCacheTTL, opts.CacheTTL)
-	case opts.ClockSkew < 0 || opts.ClockSkew > 5*time.Minute:
-		return nil, fmt.Errorf("mcpstdio: IntrospectionVerifierOptions.ClockSkew must be between 0 and 5m, got %v", opts.ClockSkew)
-	case opts.MaxCacheEntries < 0 || opts.MaxConcurrent < 0 || opts.FetchTimeout < 0 || opts.MaxResponseBytes < 0:
-		return nil, errors.New("mcpstdio: IntrospectionVerifierOptions.MaxCacheEntries, MaxConcurrent, FetchTimeout and MaxResponseBytes must not be negative")
+	case opts.MaxCacheEntries < 0 || opts.MaxConcurrent < 0:
+		return nil, errors.New("mcpstdio: IntrospectionVerifierOptions.MaxCacheEntries and MaxConcurrent must not be negative")
+	}
+	if err := normalizeIssuerOptions("IntrospectionVerifierOptions", &opts.ClockSkew, &opts.FetchTimeout, &opts.MaxResponseBytes, &opts.Logger); err != nil {
+		return nil, err
 	}
 	defaultTo(&opts.CacheTTL, DefaultIntrospectionCacheTTL)
 	defaultTo(&opts.MaxCacheEntries, DefaultIntrospectionCacheEntries)
 	defaultTo(&opts.MaxConcurrent, DefaultMaxIntrospections)
-	defaultTo(&opts.ClockSkew, DefaultClockSkew)
-	defaultTo(&opts.FetchTimeout, DefaultIssuerFetchTimeout)
-	defaultTo(&opts.MaxResponseBytes, DefaultIssuerMaxResponseBytes)
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
-	}
 	req := &http.Request{Header: http.Header{}}
 	req.SetBasicAuth(url.QueryEscape(opts.ClientID), url.QueryEscape(opts.ClientSecret))
 	v := &IntrospectionVerifier{

@@ -92,21 +92,16 @@ func NewJWTVerifier(opts JWTVerifierOptions) (*JWTVerifier, error) {
 		}
 	}
 	switch {
-	case opts.ClockSkew < 0 || opts.ClockSkew > 5*time.Minute:
-		return nil, fmt.Errorf("mcpstdio: JWTVerifierOptions.ClockSkew must be between 0 and 5m, got %v", opts.ClockSkew)
 	case opts.RefreshInterval < 0 || opts.RefreshInterval > 30*time.Second:
 		return nil, fmt.Errorf("mcpstdio: JWTVerifierOptions.RefreshInterval must be between 0 and 30s, got %v", opts.RefreshInterval)
-	case opts.MaxKeyAge < 0 || opts.FetchTimeout < 0 || opts.MaxResponseBytes < 0:
-		return nil, errors.New("mcpstdio: JWTVerifierOptions.MaxKeyAge, FetchTimeout and MaxResponseBytes must not be negative")
+	case opts.MaxKeyAge < 0:
+		return nil, errors.New("mcpstdio: JWTVerifierOptions.MaxKeyAge must not be negative")
 	}
-	defaultTo(&opts.ClockSkew, DefaultClockSkew)
+	if err := normalizeIssuerOptions("JWTVerifierOptions", &opts.ClockSkew, &opts.FetchTimeout, &opts.MaxResponseBytes, &opts.Logger); err != nil {
+		return nil, err
+	}
 	defaultTo(&opts.RefreshInterval, DefaultJWKSRefreshInterval)
 	defaultTo(&opts.MaxKeyAge, DefaultJWKSMaxAge)
-	defaultTo(&opts.FetchTimeout, DefaultIssuerFetchTimeout)
-	defaultTo(&opts.MaxResponseBytes, DefaultIssuerMaxResponseBytes)
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
-	}
 	v := &JWTVerifier{issuer: opts.Issuer, resource: opts.Resource, skew: opts.ClockSkew, acceptUntyped: opts.AcceptUntypedTokens, now: time.Now}
 	client := newIssuerHTTP(opts.HTTPClient, opts.FetchTimeout, opts.MaxResponseBytes)
 	jwksURL := opts.JWKSURL

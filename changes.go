@@ -71,15 +71,15 @@ type Change struct {
 func (c Change) method() string {
 	switch c.Kind {
 	case ToolsChanged:
-		return "notifications/tools/list_changed"
+		return methodToolsListChanged
 	case PromptsChanged:
-		return "notifications/prompts/list_changed"
+		return methodPromptsListChanged
 	case ResourcesChanged:
-		return "notifications/resources/list_changed"
+		return methodResourcesListChanged
 	case TaskStatus:
 		return notificationTasks
 	}
-	return "notifications/resources/updated"
+	return methodResourcesUpdated
 }
 
 // A ChangeSource is a Dispatcher whose catalog changes while it serves. The

@@ -298,7 +298,7 @@ func (c *connection) onMessage(m message) error {
 	if env.id != nil {
 		id, tracked = canonicalID(env.id)
 	}
-	isNotification := env.kind == kindObject && env.id == nil && methodOK
+	isNotification := env.isNotification(methodOK)
 	if isNotification && method == methodCancelled {
 		c.onCancel(env.params)
 		return c.answer(r, noAnswer)

@@ -60,23 +60,10 @@ func isLogLevel(s string) bool { return logLevelName([]byte(s)) != "" }
 
 // logLevelName returns the MCP log level named name, "" for any other.
 func logLevelName(name []byte) string {
-	switch string(name) {
-	case "debug":
-		return "debug"
-	case "info":
-		return "info"
-	case "notice":
-		return "notice"
-	case "warning":
-		return "warning"
-	case "error":
-		return "error"
-	case "critical":
-		return "critical"
-	case "alert":
-		return "alert"
-	case "emergency":
-		return "emergency"
+	for _, level := range logLevels {
+		if string(name) == level {
+			return level
+		}
 	}
 	return ""
 }
@@ -210,6 +197,16 @@ func decodeParams(req *Request, p *paramsObject) *RPCError {
 // would.
 func (p *paramsObject) scan(raw json.RawMessage) {
 	p.jsonObject = jsonObject(raw)
+	scanMembers(raw, p, nil)
+}
+
+// scanMembers stores each member of raw, a valid JSON object, in the field
+// of p (or, when p is nil, of m) that slot names for its unescaped key, when
+// there is one and it is still nil: a member named twice (impossible in
+// validated input) is taken from its first occurrence, as lookupMember
+// would. (Not a slot function as a parameter: the key, in a buffer on the
+// stack, would escape to the heap through a call the compiler cannot see.)
+func scanMembers(raw json.RawMessage, p *paramsObject, m *metaObject) {
 	var buf [64]byte
 	members := newMemberScanner(raw)
 	for {
@@ -217,7 +214,13 @@ func (p *paramsObject) scan(raw json.RawMessage) {
 		if !ok {
 			return
 		}
-		if slot := p.slot(unescapedKey(&buf, key, escaped)); slot != nil && *slot == nil {
+		var slot *json.RawMessage
+		if key = unescapedKey(&buf, key, escaped); p != nil {
+			slot = p.slot(key)
+		} else {
+			slot = m.slot(key)
+		}
+		if slot != nil && *slot == nil {
 			*slot = value
 		}
 	}
@@ -257,19 +260,7 @@ type metaObject struct {
 
 // scan picks the reserved members out of raw, a valid JSON object, into m,
 // a zero metaObject, as paramsObject.scan does.
-func (m *metaObject) scan(raw json.RawMessage) {
-	var buf [64]byte
-	members := newMemberScanner(raw)
-	for {
-		key, escaped, value, ok := members.next()
-		if !ok {
-			return
-		}
-		if slot := m.slot(unescapedKey(&buf, key, escaped)); slot != nil && *slot == nil {
-			*slot = value
-		}
-	}
-}
+func (m *metaObject) scan(raw json.RawMessage) { scanMembers(raw, nil, m) }
 
 // slot returns the field of m that holds the member named key, or nil for
 // any other member.

@@ -26,6 +26,10 @@ type dialect struct {
 	// notifications, answered by one array of responses (2025-03-26 only;
 	// 2025-06-18 removed them). Every other version answers a batch -32600.
 	batches bool
+	// ssePriming: a Streamable HTTP SSE stream opens with an event that
+	// carries only an id and the retry field, so that a client can resume
+	// it at once (SEP-1699, from 2025-11-25).
+	ssePriming bool
 
 	// What results, notifications and capabilities may carry. Each flag
 	// says the version's schema defines the field or content type; shaping
@@ -59,12 +63,12 @@ func dialectOf(v string) dialect {
 			toolAnnotations: true, audioContent: true, completionsCap: true, progressMessage: true,
 			titles: true, structuredContent: true, resourceLinks: true, entityMeta: true, lastModified: true, elicitation: true}
 	case ProtocolVersion20251125:
-		return dialect{known: true, streamableHTTP: true,
+		return dialect{known: true, streamableHTTP: true, ssePriming: true,
 			toolAnnotations: true, audioContent: true, completionsCap: true, progressMessage: true,
 			titles: true, structuredContent: true, resourceLinks: true, entityMeta: true, lastModified: true, elicitation: true,
 			icons: true, toolExecution: true}
 	case ProtocolVersion20260728:
-		return dialect{known: true, stateless: true, streamableHTTP: true,
+		return dialect{known: true, stateless: true, streamableHTTP: true, ssePriming: true,
 			toolAnnotations: true, audioContent: true, completionsCap: true, progressMessage: true,
 			titles: true, structuredContent: true, resourceLinks: true, entityMeta: true, lastModified: true, elicitation: true,
 			icons: true}

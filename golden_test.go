@@ -222,6 +222,7 @@ func newGoldenRuntime(t *testing.T, register func(*Runtime) error) *Runtime {
 		PromptsListChanged:   true,
 		ResourcesListChanged: true,
 		ResourcesSubscribe:   true,
+		Tasks:                TaskOptions{},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -230,8 +231,8 @@ func newGoldenRuntime(t *testing.T, register func(*Runtime) error) *Runtime {
 	// Tasks get the IDs task-1, task-2, ... and a fixed clock.
 	var taskIDs atomic.Int64
 	clock := newFakeClock()
-	rt.tasks.newID = func() string { return fmt.Sprintf("task-%d", taskIDs.Add(1)) }
-	rt.tasks.now, rt.tasks.store.(*memoryTaskStore).now = clock.Now, clock.Now
+	managerOf(rt).newID = func() string { return fmt.Sprintf("task-%d", taskIDs.Add(1)) }
+	managerOf(rt).now, managerOf(rt).store.(*memoryTaskStore).now = clock.Now, clock.Now
 	if err := register(rt); err != nil {
 		t.Fatal(err)
 	}

@@ -9,10 +9,12 @@ package main
 //     one JSON object, or an SSE stream of the request's notifications and then
 //     its response when it has notifications to send. Closing the stream
 //     cancels the request.
-//   - 2025-06-18 and 2025-11-25 run in sessions (http_session.go): initialize
-//     creates one and names it in Mcp-Session-Id; GET opens its stream of
-//     server-initiated messages; DELETE ends it. Streams carry event ids and
-//     can be resumed with Last-Event-ID (http_sse.go).
+//   - 2025-03-26, 2025-06-18 and 2025-11-25 run in sessions
+//     (http_session.go): initialize creates one and names it in
+//     Mcp-Session-Id; GET opens its stream of server-initiated messages;
+//     DELETE ends it. Streams carry event ids and can be resumed with
+//     Last-Event-ID (http_stream.go). A 2025-03-26 session also takes
+//     JSON-RPC batches (conn_batch.go).
 
 import (
 	"encoding/json"
@@ -502,13 +504,12 @@ func (m *postedMessage) id() string {
 }
 
 // isResponse reports whether the message is a response to a
-// server-to-client request.
-func (m *postedMessage) isResponse() bool {
-	return m.env.method == nil && (m.env.result != nil || m.env.errorV != nil)
-}
+// server-to-client request (envelope.isResponse).
+func (m *postedMessage) isResponse() bool { return m.env.isResponse() }
 
-// isNotification reports whether the message is a notification.
-func (m *postedMessage) isNotification() bool { return m.env.id == nil && m.methodOK }
+// isNotification reports whether the message is a notification
+// (envelope.isNotification).
+func (m *postedMessage) isNotification() bool { return m.env.isNotification(m.methodOK) }
 
 // holdAnswer counts frame, the answer to the message, against the bytes its
 // body holds until its POST is done (HTTPHandler.servePost releases them
@@ -542,7 +543,7 @@ func (m *postedMessage) stateless(r *http.Request) bool {
 	if m.hasMeta {
 		return true
 	}
-	if r.Header.Get(headerSessionID) != "" || m.isResponse() || m.method == "initialize" {
+	if r.Header.Get(headerSessionID) != "" || m.isResponse() || m.method == methodInitialize {
 		return false
 	}
 	v := r.Header.Get(httpHeaderProtocolVersion)

@@ -29,7 +29,7 @@ const httpEchoBody = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"n
 // newBenchHTTPHandler returns the reference catalog's handler, closed when b
 // ends.
 func newBenchHTTPHandler(b *testing.B) *HTTPHandler {
-	rt, err := NewRuntime(RuntimeOptions{ServerInfo: Implementation{Name: "bench", Version: "1"}})
+	rt, err := NewRuntime(RuntimeOptions{ServerInfo: Implementation{Name: "bench", Version: "1"}, Tasks: TaskOptions{}})
 	if err != nil {
 		b.Fatal(err)
 	}

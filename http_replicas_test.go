@@ -349,7 +349,7 @@ func newReplica(t *testing.T, key []byte) string {
 
 func newReplicaRuntime(t *testing.T, key []byte, pageSize int) *Runtime {
 	t.Helper()
-	rt := newTestRuntime(t, RuntimeOptions{ServerInfo: Implementation{Name: "replica", Version: "1"}, PageSize: pageSize, StateKey: key})
+	rt := newTestRuntime(t, RuntimeOptions{ServerInfo: Implementation{Name: "replica", Version: "1"}, PageSize: pageSize, StateKey: key, Tasks: TaskOptions{}})
 	if err := registerReferenceCatalog(rt); err != nil {
 		t.Fatalf("registerReferenceCatalog: %v", err)
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"net/http"
 	"slices"
 	"strconv"
@@ -10,7 +9,8 @@ import (
 	"time"
 )
 
-// Initialize-era sessions of the HTTP transport (2025-06-18, 2025-11-25).
+// Initialize-era sessions of the HTTP transport (2025-03-26, 2025-06-18,
+// 2025-11-25).
 //
 // A session is a connection (conn.go) whose owner is the session's own
 // goroutine (loop), exactly as the coordinator owns a stdio connection: the
@@ -75,10 +75,6 @@ type httpExchange struct {
 	// answered is set once the owner handed the last of its answer.
 	answered bool
 }
-
-// newSessionID returns a cryptographically random session id of visible
-// ASCII characters.
-func newSessionID() string { return rand.Text() }
 
 // startSession starts a session whose first message is the initialize x, for
 // the principal owner; its work counts against the executor client
@@ -302,7 +298,7 @@ func (s *httpSession) startStream(x *httpExchange) {
 	if !x.gone {
 		l.writer, x.streamWriter.stream = &x.streamWriter, l
 	}
-	if s.conn.session.ProtocolVersion >= ProtocolVersion20251125 {
+	if dialectOf(s.conn.session.ProtocolVersion).ssePriming {
 		l.retry = s.h.opts.SSERetry
 		s.appendEvent(l, nil)
 	}
@@ -509,7 +505,7 @@ func (s *httpSession) onGet(g getRequest) getVerdict {
 	s.writers++
 	l.writer, g.w.stream = g.w, l
 	l.handed = max(after, l.first-1)
-	if l.standalone && g.lastEventID == "" && s.conn.session.ProtocolVersion >= ProtocolVersion20251125 {
+	if l.standalone && g.lastEventID == "" && dialectOf(s.conn.session.ProtocolVersion).ssePriming {
 		l.retry = s.h.opts.SSERetry
 		s.appendEvent(l, nil)
 	}

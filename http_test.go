@@ -47,6 +47,7 @@ func newHTTPCatalogRuntime(t *testing.T) *Runtime {
 	rt := newTestRuntime(t, RuntimeOptions{
 		ServerInfo: Implementation{Name: "reference", Version: "0.0.1"},
 		Logging:    true, ToolsListChanged: true, ResourcesSubscribe: true, ResourcesListChanged: true,
+		Tasks: TaskOptions{},
 	})
 	if err := registerReferenceCatalog(rt); err != nil {
 		t.Fatalf("registerReferenceCatalog: %v", err)

@@ -200,6 +200,13 @@ func (env *envelope) isResponse() bool {
 	return env.kind == kindObject && env.method == nil && (env.result != nil || env.errorV != nil)
 }
 
+// isNotification reports whether env, whose method decoded as a string
+// (methodOK, see decodeMethod), is a notification: an object with a method
+// and no id.
+func (env *envelope) isNotification(methodOK bool) bool {
+	return env.kind == kindObject && env.id == nil && methodOK
+}
+
 func isObjectOrAbsent(raw []byte) bool { return raw == nil || raw[0] == '{' }
 
 // decodeMethod is decodeString for a method name: the names the runtime
@@ -216,32 +223,32 @@ func decodeMethod(raw []byte) (string, bool) {
 // knownMethod returns the protocol method named name, "" for any other.
 func knownMethod(name []byte) string {
 	switch string(name) {
-	case "tools/call":
-		return "tools/call"
-	case "tools/list":
-		return "tools/list"
-	case "resources/read":
-		return "resources/read"
-	case "resources/list":
-		return "resources/list"
-	case "resources/templates/list":
-		return "resources/templates/list"
-	case "prompts/get":
-		return "prompts/get"
-	case "prompts/list":
-		return "prompts/list"
-	case "completion/complete":
-		return "completion/complete"
-	case "ping":
-		return "ping"
-	case "initialize":
-		return "initialize"
-	case "notifications/initialized":
-		return "notifications/initialized"
-	case "notifications/cancelled":
-		return "notifications/cancelled"
-	case "notifications/progress":
-		return "notifications/progress"
+	case methodToolsCall:
+		return methodToolsCall
+	case methodToolsList:
+		return methodToolsList
+	case methodResourcesRead:
+		return methodResourcesRead
+	case methodResourcesList:
+		return methodResourcesList
+	case methodResourcesTemplatesList:
+		return methodResourcesTemplatesList
+	case methodPromptsGet:
+		return methodPromptsGet
+	case methodPromptsList:
+		return methodPromptsList
+	case methodCompletionComplete:
+		return methodCompletionComplete
+	case methodPing:
+		return methodPing
+	case methodInitialize:
+		return methodInitialize
+	case methodInitialized:
+		return methodInitialized
+	case methodCancelled:
+		return methodCancelled
+	case methodProgress:
+		return methodProgress
 	}
 	return ""
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 )
 
 // logLevels are MCP's log levels, least severe first (RFC 5424 severities).
@@ -20,7 +21,7 @@ func logSeverity(level string) int { return slices.Index(logLevels, level) }
 func (rt *Runtime) setLogLevel(c *methodCall) Reply {
 	level, ok := decodeString(c.params.get("level"))
 	if !ok || logSeverity(level) < 0 {
-		return Reply{Error: invalidParams("Invalid params: level must be one of debug, info, notice, warning, error, critical, alert, emergency")}
+		return Reply{Error: invalidParams("Invalid params: level must be one of " + strings.Join(logLevels, ", "))}
 	}
 	return Reply{Result: json.RawMessage(`{}`), LogLevel: level}
 }
@@ -75,7 +76,7 @@ func (r *HandlerRequest) Log(ctx context.Context, level, logger string, data any
 	if err != nil {
 		return fmt.Errorf("mcpstdio: log data: %w", err)
 	}
-	return r.peer.Notify(ctx, "notifications/message", params)
+	return r.peer.Notify(ctx, methodMessage, params)
 }
 
 // Logger returns a *slog.Logger whose records become notifications/message

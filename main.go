@@ -65,7 +65,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.maxLineBytes, "max-line-bytes", DefaultMaxLineBytes, "limit of one input line, counting its newline")
 	fs.DurationVar(&c.requestTimeout, "request-timeout", defaultJobTimeout, "deadline of each request from when it starts running (negative: none)")
 	fs.IntVar(&c.maxConcurrency, "max-concurrency", defaultMaxConcurrency, "requests running at once")
-	fs.IntVar(&c.maxQueue, "max-queue", defaultMaxQueue, "requests waiting for a worker (0: none wait)")
+	fs.IntVar(&c.maxQueue, "max-queue", defaultMaxQueue, "requests waiting for a worker (0: the default; negative: none wait)")
 	fs.IntVar(&c.maxInflightBytes, "max-inflight-bytes", DefaultMaxInflightBytes, "total size of the input lines of the requests running or waiting; also sets the soft memory limit unless GOMEMLIMIT is set")
 	fs.IntVar(&c.maxSubscriptions, "max-subscriptions", DefaultMaxSubscriptions, "subscriptions per connection: open subscriptions/listen streams and resources/subscribe URIs together")
 	fs.StringVar(&methods, "notification-methods", "", "comma-separated notification methods the application may send")
@@ -127,9 +127,6 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 			return fail("%s: apply with -http only (stdio has one client, which may use the whole executor)", strings.Join(httpOnly, ", "))
 		}
 	}
-	if c.maxQueue == 0 {
-		c.maxQueue = -1 // the flag's 0 is "no queue"; the option's 0 is "default"
-	}
 	for name, v := range map[string]int{"-max-line-bytes": c.maxLineBytes, "-max-concurrency": c.maxConcurrency, "-max-subscriptions": c.maxSubscriptions, "-max-inflight-bytes": c.maxInflightBytes,
 		"-http-max-connections": c.maxConnections, "-http-max-header-bytes": c.maxHeaderBytes} {
 		if v <= 0 {
@@ -152,9 +149,6 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if err := c.checkTaskFlags(); err != nil {
 		return fail("%v", err)
-	}
-	if c.maxQueue < -1 {
-		return fail("-max-queue must not be negative, got %d", c.maxQueue)
 	}
 	if err := c.auth.check(c.httpAddr != ""); err != nil {
 		return fail("%v", err)

@@ -34,7 +34,7 @@ func catalogVersions() []string {
 
 func newCatalogRuntime(t testing.TB) *Runtime {
 	t.Helper()
-	rt, err := NewRuntime(RuntimeOptions{ServerInfo: Implementation{Name: "reference", Version: "0.0.1"}})
+	rt, err := NewRuntime(RuntimeOptions{ServerInfo: Implementation{Name: "reference", Version: "0.0.1"}, Tasks: TaskOptions{}})
 	if err != nil {
 		t.Fatalf("NewRuntime: %v", err)
 	}

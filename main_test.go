@@ -469,3 +469,31 @@ func TestBinaryTaskFlags(t *testing.T) {
 		t.Fatalf("exit status %d, frames %v, stderr: %s", code, rest, p.stderrText())
 	}
 }
+
+// TestMaxQueueFlagZeroIsTheDefault checks that -max-queue means what
+// MaxQueue means (SPEC §2): 0 the default, a negative value no queue.
+func TestMaxQueueFlagZeroIsTheDefault(t *testing.T) {
+	tests := []struct {
+		flag string
+		want int // the executor's effective queue limit; 0: no queue
+	}{
+		{"0", defaultMaxQueue},
+		{"7", 7},
+		{"-1", 0},
+		{"-5", 0},
+	}
+	for _, tt := range tests {
+		c, err := parseFlags([]string{"-max-queue", tt.flag}, io.Discard)
+		if err != nil {
+			t.Fatalf("-max-queue %s: %v", tt.flag, err)
+		}
+		e, err := NewExecutor(ExecutorOptions{MaxQueue: c.maxQueue})
+		if err != nil {
+			t.Fatalf("-max-queue %s: %v", tt.flag, err)
+		}
+		if got := e.Stats().MaxQueue; got != tt.want {
+			t.Errorf("-max-queue %s: the executor queues %d, want %d", tt.flag, got, tt.want)
+		}
+		e.Close()
+	}
+}

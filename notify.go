@@ -13,17 +13,17 @@ import (
 // application may not send them through Notify, because the transport and
 // runtime own their meaning.
 var protocolNotifications = []string{
-	"notifications/cancelled",
-	"notifications/progress",
-	"notifications/message",
-	"notifications/initialized",
-	"notifications/resources/updated",
-	"notifications/resources/list_changed",
-	"notifications/tools/list_changed",
-	"notifications/prompts/list_changed",
-	"notifications/roots/list_changed",
-	"notifications/subscriptions/acknowledged",
-	"notifications/elicitation/complete",
+	methodCancelled,
+	methodProgress,
+	methodMessage,
+	methodInitialized,
+	methodResourcesUpdated,
+	methodResourcesListChanged,
+	methodToolsListChanged,
+	methodPromptsListChanged,
+	methodRootsListChanged,
+	methodSubscriptionsAcknowledged,
+	methodElicitationComplete,
 	notificationTasks,
 }
 

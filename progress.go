@@ -113,5 +113,5 @@ func (r *HandlerRequest) sendProgress(ctx context.Context, p Progress) error {
 	if err != nil {
 		return err
 	}
-	return r.peer.Notify(ctx, "notifications/progress", params)
+	return r.peer.Notify(ctx, methodProgress, params)
 }

@@ -72,9 +72,11 @@ type RuntimeOptions struct {
 	// to an initialize-era connection before it calls logging/setLevel;
 	// empty means none are sent until it does.
 	DefaultLogLevel string
-	// Tasks configure the tasks extension (tasks.go): where tasks are kept
-	// and their bounds. It is advertised while a tool declares task support.
-	Tasks TaskOptions
+	// Tasks, when set, serve the tasks extension: TaskOptions (tasks.go)
+	// say where tasks are kept and their bounds. It is advertised while a
+	// tool declares task support. Nil serves no tasks: AddTool then refuses
+	// a tool whose Execution supports them.
+	Tasks TaskProvider
 	// Logger receives diagnostics (handler panics, results that failed to
 	// encode); nil discards them. Never written to the protocol output.
 	Logger *slog.Logger
@@ -113,6 +115,11 @@ type Runtime struct {
 	resourcesSubscribe bool
 	policy             AccessPolicy
 
+	// mu guards cat: registration writes it while Dispatch reads it from
+	// many goroutines, and a read-write lock lets the reads, the common
+	// case, run together. It is held only to read or replace entries, never
+	// while calling out (a handler, the tasks, a change watcher: emit runs
+	// after it is released).
 	mu  sync.RWMutex
 	cat catalog // guarded by mu
 
@@ -120,7 +127,7 @@ type Runtime struct {
 
 	watchers changeWatchers
 
-	tasks *taskManager // set by NewRuntime
+	tasks runtimeTasks // set by NewRuntime; nil without RuntimeOptions.Tasks
 }
 
 var _ fastPathDispatcher = (*Runtime)(nil)
@@ -167,8 +174,10 @@ func NewRuntime(opts RuntimeOptions) (*Runtime, error) {
 	if rt.serverInfoMeta, err = marshalJSON(map[string]json.RawMessage{metaKeyServerInfo: rt.serverInfoJSON}); err != nil {
 		return nil, fmt.Errorf("runtime options: encoding ServerInfo: %w", err)
 	}
-	if rt.tasks, err = newTaskManager(opts.Tasks, opts.Logger, rt.emit); err != nil {
-		return nil, fmt.Errorf("runtime options: %w", err)
+	if opts.Tasks != nil {
+		if rt.tasks, err = opts.Tasks.tasksFor(rt); err != nil {
+			return nil, fmt.Errorf("runtime options: %w", err)
+		}
 	}
 	return rt, nil
 }
@@ -264,21 +273,21 @@ func (rt *Runtime) Dispatch(ctx context.Context, req *Request) Reply {
 	}
 	c.logThreshold = rt.logThreshold(c)
 	switch {
-	case c.era != eraStateless && req.Method == "initialize":
+	case c.era != eraStateless && req.Method == methodInitialize:
 		return rt.initialize(c)
-	case c.era != eraStateless && req.Method == "ping":
+	case c.era != eraStateless && req.Method == methodPing:
 		return rt.resultReply(c, emptyResult{})
 	case c.era == eraUnnegotiated:
 		return Reply{Error: missingMetaError(c.meta != nil)}
-	case c.era == eraStateless && req.Method == "server/discover":
+	case c.era == eraStateless && req.Method == methodServerDiscover:
 		return rt.discover(c)
-	case c.era == eraStateless && req.Method == "subscriptions/listen":
+	case c.era == eraStateless && req.Method == methodSubscriptionsListen:
 		return rt.listen(ctx, c)
-	case c.era == eraLegacy && req.Method == "logging/setLevel" && rt.logging:
+	case c.era == eraLegacy && req.Method == methodLoggingSetLevel && rt.logging:
 		return rt.setLogLevel(c)
-	case c.era == eraLegacy && req.Method == "resources/subscribe" && rt.resourcesSubscribe && rt.servesResources():
+	case c.era == eraLegacy && req.Method == methodResourcesSubscribe && rt.resourcesSubscribe && rt.servesResources():
 		return rt.subscribeResource(c, true)
-	case c.era == eraLegacy && req.Method == "resources/unsubscribe" && rt.resourcesSubscribe && rt.servesResources():
+	case c.era == eraLegacy && req.Method == methodResourcesUnsubscribe && rt.resourcesSubscribe && rt.servesResources():
 		return rt.subscribeResource(c, false)
 	}
 	return rt.serveCatalog(ctx, c)
@@ -287,24 +296,25 @@ func (rt *Runtime) Dispatch(ctx context.Context, req *Request) Reply {
 // serveCatalog serves the methods both dialects share.
 func (rt *Runtime) serveCatalog(ctx context.Context, c *methodCall) Reply {
 	switch c.req.Method {
-	case "tools/list":
+	case methodToolsList:
 		return rt.listTools(c)
-	case "tools/call":
+	case methodToolsCall:
 		return rt.callTool(ctx, c)
-	case "resources/list":
+	case methodResourcesList:
 		return rt.listResources(c)
-	case "resources/templates/list":
+	case methodResourcesTemplatesList:
 		return rt.listResourceTemplates(c)
-	case "resources/read":
+	case methodResourcesRead:
 		return rt.readResource(ctx, c)
-	case "prompts/list":
+	case methodPromptsList:
 		return rt.listPrompts(c)
-	case "prompts/get":
+	case methodPromptsGet:
 		return rt.getPrompt(ctx, c)
-	case "completion/complete":
+	case methodCompletionComplete:
 		return rt.complete(ctx, c)
-	case methodTasksGet, methodTasksUpdate, methodTasksCancel:
-		return rt.serveTasks(ctx, c)
+	}
+	if rt.tasks != nil && rt.tasks.serves(c.req.Method) {
+		return rt.tasks.serve(ctx, *c)
 	}
 	return Reply{Error: methodNotFound(c.req.Method)}
 }
@@ -353,7 +363,7 @@ type HandlerRequest struct {
 
 	rt            *Runtime        // nil for a HandlerRequest built outside Dispatch
 	peer          Peer            // nil when there is no client to reach
-	task          *taskRun        // a tools/call that may become a task; else nil
+	task          handlerTask     // a tools/call that may become a task; else nil
 	progressToken json.RawMessage // the request's _meta.progressToken, nil when absent
 	logThreshold  string          // see Runtime.logThreshold
 	progress      progressState
@@ -600,6 +610,10 @@ type listCapability struct {
 
 // capabilities reports what the catalog serves now.
 func (rt *Runtime) capabilities() serverCapabilities {
+	var tasksName string
+	if rt.tasks != nil {
+		tasksName = rt.tasks.extensionName()
+	}
 	rt.mu.RLock()
 	defer rt.mu.RUnlock()
 	var caps serverCapabilities
@@ -618,8 +632,8 @@ func (rt *Runtime) capabilities() serverCapabilities {
 	if len(rt.cat.tools.list) > 0 {
 		caps.Tools = &listCapability{ListChanged: rt.listChanged[listTools]}
 	}
-	if rt.cat.taskTools > 0 {
-		caps.Extensions = map[string]struct{}{TasksExtension: {}}
+	if rt.cat.taskTools > 0 { // AddTool refused them without rt.tasks
+		caps.Extensions = map[string]struct{}{tasksName: {}}
 	}
 	return caps
 }

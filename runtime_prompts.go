@@ -64,8 +64,9 @@ func (rt *Runtime) AddPrompt(p Prompt, handler PromptHandler) error {
 	p.Icons = slices.Clone(p.Icons)
 	p.Meta = slices.Clone(p.Meta)
 	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	if !rt.cat.prompts.add(p.Name, &promptEntry{prompt: p, handler: handler}) {
+	added := rt.cat.prompts.add(p.Name, &promptEntry{prompt: p, handler: handler})
+	rt.mu.Unlock()
+	if !added {
 		return fmt.Errorf("adding prompt %q: a prompt of that name is already registered", p.Name)
 	}
 	rt.AnnounceListChanged(PromptsChanged)
@@ -76,11 +77,12 @@ func (rt *Runtime) AddPrompt(p Prompt, handler PromptHandler) error {
 // and reports whether it was registered.
 func (rt *Runtime) RemovePrompt(name string) bool {
 	rt.mu.Lock()
-	defer rt.mu.Unlock()
 	if e := rt.cat.prompts.byKey[name]; e != nil {
 		rt.cat.completers -= len(e.completers)
 	}
-	return rt.announceIf(rt.cat.prompts.remove(name), PromptsChanged)
+	removed := rt.cat.prompts.remove(name)
+	rt.mu.Unlock()
+	return rt.announceIf(removed, PromptsChanged)
 }
 
 func checkPrompt(p Prompt, handler PromptHandler) error {

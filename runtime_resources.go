@@ -85,8 +85,9 @@ func (rt *Runtime) AddResource(r Resource, handler ResourceHandler) error {
 	r.Meta = slices.Clone(r.Meta)
 	r.Annotations = cloneAnnotations(r.Annotations)
 	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	if !rt.cat.resources.add(r.URI, &resourceEntry{resource: r, handler: handler}) {
+	added := rt.cat.resources.add(r.URI, &resourceEntry{resource: r, handler: handler})
+	rt.mu.Unlock()
+	if !added {
 		return fmt.Errorf("adding resource %q: a resource with that URI is already registered", r.URI)
 	}
 	rt.AnnounceListChanged(ResourcesChanged)
@@ -108,8 +109,9 @@ func (rt *Runtime) AddResourceTemplate(t ResourceTemplate, handler ResourceHandl
 	t.Meta = slices.Clone(t.Meta)
 	t.Annotations = cloneAnnotations(t.Annotations)
 	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	if !rt.cat.templates.add(t.URITemplate, &templateEntry{template: t, parsed: parsed, handler: handler}) {
+	added := rt.cat.templates.add(t.URITemplate, &templateEntry{template: t, parsed: parsed, handler: handler})
+	rt.mu.Unlock()
+	if !added {
 		return fmt.Errorf("adding resource template %q: that template is already registered", t.URITemplate)
 	}
 	rt.AnnounceListChanged(ResourcesChanged)
@@ -120,19 +122,21 @@ func (rt *Runtime) AddResourceTemplate(t ResourceTemplate, handler ResourceHandl
 // reports whether it was registered.
 func (rt *Runtime) RemoveResource(uri string) bool {
 	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	return rt.announceIf(rt.cat.resources.remove(uri), ResourcesChanged)
+	removed := rt.cat.resources.remove(uri)
+	rt.mu.Unlock()
+	return rt.announceIf(removed, ResourcesChanged)
 }
 
 // RemoveResourceTemplate unregisters a template, with its completion
 // handlers, and reports whether it was registered.
 func (rt *Runtime) RemoveResourceTemplate(uriTemplate string) bool {
 	rt.mu.Lock()
-	defer rt.mu.Unlock()
 	if e := rt.cat.templates.byKey[uriTemplate]; e != nil {
 		rt.cat.completers -= len(e.completers)
 	}
-	return rt.announceIf(rt.cat.templates.remove(uriTemplate), ResourcesChanged)
+	removed := rt.cat.templates.remove(uriTemplate)
+	rt.mu.Unlock()
+	return rt.announceIf(removed, ResourcesChanged)
 }
 
 func checkResourceFields(uri, name string, meta json.RawMessage, handler ResourceHandler) error {

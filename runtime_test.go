@@ -27,8 +27,10 @@ const (
 	testClientCaps = `{"sampling":{}}`
 )
 
+// testOptions are the options of a test's runtime: the reference catalog's
+// task fixtures need the tasks extension.
 func testOptions() RuntimeOptions {
-	return RuntimeOptions{ServerInfo: Implementation{Name: "srv", Version: "1.0"}}
+	return RuntimeOptions{ServerInfo: Implementation{Name: "srv", Version: "1.0"}, Tasks: TaskOptions{}}
 }
 
 func newTestRuntime(t *testing.T, opts RuntimeOptions) *Runtime {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Tool describes a tool as tools/list shows it.
@@ -79,6 +80,44 @@ type toolEntry struct {
 	handler  ToolHandler
 }
 
+// The task support a tool declares (ToolExecution.TaskSupport; the
+// execution.taskSupport of a 2025-11-25 tools/list).
+const (
+	// TaskForbidden (or "") : calls are never tasks.
+	TaskForbidden = "forbidden"
+	// TaskOptional: a call from a client that declared the extension may
+	// become a task; one from any other client runs as an ordinary request.
+	TaskOptional = "optional"
+	// TaskRequired: only a client that declared the extension on the
+	// request may call the tool; any other gets -32021.
+	TaskRequired = "required"
+)
+
+// ToolExecution is how a tool's calls run (tools/list "execution"). Task
+// support is served by the runtime's tasks (RuntimeOptions.Tasks): without
+// them AddTool refuses a tool that supports tasks.
+type ToolExecution struct {
+	// TaskSupport is TaskForbidden (or ""), TaskOptional or TaskRequired.
+	TaskSupport string `json:"taskSupport,omitempty"`
+	// TaskAfter is how long a call that may become a task runs as an
+	// ordinary request first: a handler that returns sooner is answered
+	// directly, with no task. 0 makes every such call a task before its
+	// handler starts; a negative value leaves the decision to the handler
+	// (HandlerRequest.StartTask). A handler that asks the client for input
+	// before the call became a task stays an ordinary request until it
+	// calls StartTask (in 2026-07-28 the question ends the round with
+	// input_required, so asks come first and the task after them). A call
+	// the store refuses to make a task (a limit) is answered with -32603,
+	// its handler cancelled. Not sent to clients.
+	TaskAfter time.Duration `json:"-"`
+}
+
+// supportsTasks reports whether calls of a tool with execution e may be
+// tasks.
+func (e *ToolExecution) supportsTasks() bool {
+	return e != nil && (e.TaskSupport == TaskOptional || e.TaskSupport == TaskRequired)
+}
+
 // AddTool registers a tool. It fails for a malformed name or schema, a nil
 // handler, or a name already registered.
 func (rt *Runtime) AddTool(tool Tool, handler ToolHandler) error {
@@ -86,13 +125,18 @@ func (rt *Runtime) AddTool(tool Tool, handler ToolHandler) error {
 	if err != nil {
 		return fmt.Errorf("adding tool %q: %w", tool.Name, err)
 	}
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	if !rt.cat.tools.add(tool.Name, entry) {
-		return fmt.Errorf("adding tool %q: a tool of that name is already registered", tool.Name)
+	tasks := entry.tool.Execution.supportsTasks()
+	if tasks && rt.tasks == nil {
+		return fmt.Errorf("adding tool %q: execution.taskSupport %q needs RuntimeOptions.Tasks", tool.Name, entry.tool.Execution.TaskSupport)
 	}
-	if entry.tool.Execution.supportsTasks() {
+	rt.mu.Lock()
+	added := rt.cat.tools.add(tool.Name, entry)
+	if added && tasks {
 		rt.cat.taskTools++
+	}
+	rt.mu.Unlock()
+	if !added {
+		return fmt.Errorf("adding tool %q: a tool of that name is already registered", tool.Name)
 	}
 	rt.AnnounceListChanged(ToolsChanged)
 	return nil
@@ -102,11 +146,12 @@ func (rt *Runtime) AddTool(tool Tool, handler ToolHandler) error {
 // registered. Calls already running finish, and so do its tasks.
 func (rt *Runtime) RemoveTool(name string) bool {
 	rt.mu.Lock()
-	defer rt.mu.Unlock()
 	if e := rt.cat.tools.byKey[name]; e != nil && e.tool.Execution.supportsTasks() {
 		rt.cat.taskTools--
 	}
-	return rt.announceIf(rt.cat.tools.remove(name), ToolsChanged)
+	removed := rt.cat.tools.remove(name)
+	rt.mu.Unlock()
+	return rt.announceIf(removed, ToolsChanged)
 }
 
 func newToolEntry(tool Tool, handler ToolHandler) (*toolEntry, error) {
@@ -216,9 +261,12 @@ func (rt *Runtime) callTool(ctx context.Context, c *methodCall) Reply {
 	if entry == nil {
 		return Reply{Error: invalidParams("Unknown tool: " + name)}
 	}
-	taskEligible := entry.tool.Execution.supportsTasks() && tasksDeclared(c)
-	if entry.tool.Execution != nil && entry.tool.Execution.TaskSupport == TaskRequired && !taskEligible {
-		return Reply{Error: errTasksNotDeclared()}
+	asTask := false
+	if e := entry.tool.Execution; e.supportsTasks() { // so rt.tasks is set (AddTool)
+		name := rt.tasks.extensionName()
+		if asTask = declaresExtension(c, name); !asTask && e.TaskSupport == TaskRequired {
+			return Reply{Error: extensionNotDeclared(name)}
+		}
 	}
 	if missing := missingMembers(jsonObject(args), entry.required); len(missing) > 0 {
 		return rt.toolResultReply(c, &ToolResult{
@@ -232,8 +280,8 @@ func (rt *Runtime) callTool(ctx context.Context, c *methodCall) Reply {
 	if rerr = rt.startAsking(c, &req.ask, name); rerr != nil {
 		return Reply{Error: rerr}
 	}
-	if taskEligible {
-		return rt.runTaskCall(ctx, c, entry, req)
+	if asTask {
+		return rt.tasks.runCall(ctx, *c, entry, req)
 	}
 	res, err := runHandler(rt, c, name, func() (*ToolResult, error) { return entry.handler(ctx, req) })
 	return rt.toolCallReply(c, req, res, err)

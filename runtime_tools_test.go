@@ -202,3 +202,22 @@ func TestToolContextIsPassed(t *testing.T) {
 	ctx := context.WithValue(context.Background(), key{}, "marker")
 	wantResult(t, rt.Dispatch(ctx, legacyRequest(ProtocolVersion20251125, "tools/call", `{"name":"ctx"}`)), `{"content":[{"type":"text","text":"marker"}]}`)
 }
+
+// TestTaskToolNeedsTasks checks that a runtime without RuntimeOptions.Tasks
+// refuses a tool that supports tasks, and keeps nothing of it.
+func TestTaskToolNeedsTasks(t *testing.T) {
+	rt := newTestRuntime(t, RuntimeOptions{ServerInfo: Implementation{Name: "srv", Version: "1.0"}})
+	handler := func(context.Context, *HandlerRequest) (*ToolResult, error) { return TextResult("ok"), nil }
+	for _, support := range []string{TaskOptional, TaskRequired} {
+		err := rt.AddTool(Tool{Name: "long", Execution: &ToolExecution{TaskSupport: support}}, handler)
+		if err == nil || !strings.Contains(err.Error(), "RuntimeOptions.Tasks") {
+			t.Errorf("taskSupport %q without Tasks: err %v, want one naming RuntimeOptions.Tasks", support, err)
+		}
+	}
+	if caps := rt.capabilities(); caps.Tools != nil || caps.Extensions != nil {
+		t.Errorf("capabilities %+v after refused tools, want no tools and no extensions", caps)
+	}
+	if err := rt.AddTool(Tool{Name: "long", Execution: &ToolExecution{TaskSupport: TaskForbidden}}, handler); err != nil {
+		t.Errorf("taskSupport forbidden without Tasks: %v", err)
+	}
+}

@@ -36,38 +36,53 @@ func errSubscriptionLimit(limit int) *RPCError {
 	return invalidParams(fmt.Sprintf("Subscription limit reached (%d)", limit))
 }
 
-// changeWatchers are the callbacks of WatchChanges, guarded by their mutex.
+// changeWatchers are the callbacks of WatchChanges. The mutex guards the
+// list, which is never changed in place: WatchChanges and stop replace it,
+// so that emit takes it under the lock and calls the callbacks with no lock
+// held. A lock fits: the list changes rarely, once per connection or
+// session, and is read once per announced change, never on a request's
+// path. Calling out under it would deadlock a callback that touches the
+// catalog or the watchers, and would put every transport's own locks under
+// this one.
 type changeWatchers struct {
 	mu   sync.Mutex
 	next int
-	byID map[int]func(Change)
+	list []changeWatcher // guarded by mu; replaced, never modified
+}
+
+type changeWatcher struct {
+	id     int
+	notify func(Change)
 }
 
 // WatchChanges implements ChangeSource: notify is called for every catalog
 // change announced from now on (list changes when the runtime advertises
-// listChanged for that kind, and resource updates) until stop is called.
+// listChanged for that kind, resource updates, task status changes) until
+// stop is called. It is called with no lock of the runtime held, so it may
+// use the runtime; it must not block, since it runs on the goroutine that
+// announced the change. A change announced while stop runs may still reach
+// notify once stop has returned.
 func (rt *Runtime) WatchChanges(notify func(Change)) (stop func()) {
 	w := &rt.watchers
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.byID == nil {
-		w.byID = map[int]func(Change){}
-	}
 	id := w.next
 	w.next++
-	w.byID[id] = notify
+	w.list = append(slices.Clip(w.list), changeWatcher{id: id, notify: notify})
 	return func() {
 		w.mu.Lock()
 		defer w.mu.Unlock()
-		delete(w.byID, id)
+		w.list = slices.DeleteFunc(slices.Clone(w.list), func(cw changeWatcher) bool { return cw.id == id })
 	}
 }
 
+// emit calls every watcher with c, with no lock held.
 func (rt *Runtime) emit(c Change) {
 	rt.watchers.mu.Lock()
-	defer rt.watchers.mu.Unlock()
-	for _, notify := range rt.watchers.byID {
-		notify(c)
+	list := rt.watchers.list
+	rt.watchers.mu.Unlock()
+	for _, w := range list {
+		w.notify(c)
 	}
 }
 
@@ -207,8 +222,13 @@ func (rt *Runtime) listen(ctx context.Context, c *methodCall) Reply {
 	if len(asked.TaskIDs) > maxListenResources {
 		return Reply{Error: invalidParams(fmt.Sprintf("Invalid params: at most %d taskIds", maxListenResources))}
 	}
-	if len(asked.TaskIDs) > 0 && !tasksDeclared(c) {
-		return Reply{Error: errTasksNotDeclared()}
+	var tasks []string
+	if len(asked.TaskIDs) > 0 && rt.tasks != nil {
+		name := rt.tasks.extensionName()
+		if !declaresExtension(c, name) {
+			return Reply{Error: extensionNotDeclared(name)}
+		}
+		tasks = rt.tasks.listenable(ctx, *c, asked.TaskIDs)
 	}
 	caps := rt.capabilities()
 	honoured := listenRequest{
@@ -223,11 +243,7 @@ func (rt *Runtime) listen(ctx context.Context, c *methodCall) Reply {
 			}
 		}
 	}
-	for _, id := range asked.TaskIDs {
-		if _, rerr := rt.tasks.visible(ctx, c, id); rerr == nil && !slices.Contains(honoured.TaskIDs, id) {
-			honoured.TaskIDs = append(honoured.TaskIDs, id)
-		}
-	}
+	honoured.TaskIDs = tasks
 	ack, err := marshalJSON(honoured)
 	if err != nil {
 		return Reply{Error: internalError()}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 // subscriptionRuntime is a runtime with opts serving the tool "t1", the
@@ -512,4 +513,47 @@ func (h *harness) runSteps(steps []changeStep) {
 	}
 	h.sync()
 	h.noFramesLeft()
+}
+
+// TestChangeWatcherMayTouchTheCatalog registers a tool whose change
+// announcement reaches a watcher that registers another tool and watches and
+// stops watching: no lock of the runtime is held while watchers run, so
+// none of it deadlocks, and the nested change is announced too.
+func TestChangeWatcherMayTouchTheCatalog(t *testing.T) {
+	opts := testOptions()
+	opts.ToolsListChanged = true
+	rt := newTestRuntime(t, opts)
+	handler := func(context.Context, *HandlerRequest) (*ToolResult, error) { return TextResult("ok"), nil }
+	changes := make(chan ChangeKind, 8)
+	stop := rt.WatchChanges(func(c Change) {
+		changes <- c.Kind
+		if rt.capabilities().Tools == nil {
+			t.Error("the watcher does not see the tool whose addition it was told of")
+		}
+		if err := rt.AddTool(Tool{Name: "second"}, handler); err != nil && !strings.Contains(err.Error(), "already registered") {
+			t.Errorf("AddTool from a watcher: %v", err)
+		}
+		rt.WatchChanges(func(Change) {})()
+	})
+	defer stop()
+	done := make(chan error, 1)
+	go func() { done <- rt.AddTool(Tool{Name: "first"}, handler) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute): // a fail-safe, not a measurement
+		t.Fatal("AddTool did not return: a watcher that touches the catalog deadlocked")
+	}
+	for want := 2; want > 0; want-- {
+		select {
+		case kind := <-changes:
+			if kind != ToolsChanged {
+				t.Errorf("change %v, want ToolsChanged", kind)
+			}
+		default:
+			t.Fatalf("%d ToolsChanged announcements missing (one for each tool)", want)
+		}
+	}
 }

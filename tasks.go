@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync/atomic"
 	"time"
 )
@@ -27,52 +28,6 @@ import (
 // TasksExtension is the extension's identifier, the key of
 // capabilities.extensions on both sides.
 const TasksExtension = "io.modelcontextprotocol/tasks"
-
-// The methods of the extension.
-const (
-	methodTasksGet    = "tasks/get"
-	methodTasksUpdate = "tasks/update"
-	methodTasksCancel = "tasks/cancel"
-)
-
-// notificationTasks announces a task's new state on a listen stream.
-const notificationTasks = "notifications/tasks"
-
-// The task support a tool declares (ToolExecution.TaskSupport; the
-// execution.taskSupport of a 2025-11-25 tools/list).
-const (
-	// TaskForbidden (or "") : calls are never tasks.
-	TaskForbidden = "forbidden"
-	// TaskOptional: a call from a client that declared the extension may
-	// become a task; one from any other client runs as an ordinary request.
-	TaskOptional = "optional"
-	// TaskRequired: only a client that declared the extension on the
-	// request may call the tool; any other gets -32021.
-	TaskRequired = "required"
-)
-
-// ToolExecution is how a tool's calls run (tools/list "execution").
-type ToolExecution struct {
-	// TaskSupport is TaskForbidden (or ""), TaskOptional or TaskRequired.
-	TaskSupport string `json:"taskSupport,omitempty"`
-	// TaskAfter is how long a call that may become a task runs as an
-	// ordinary request first: a handler that returns sooner is answered
-	// directly, with no task. 0 makes every such call a task before its
-	// handler starts; a negative value leaves the decision to the handler
-	// (HandlerRequest.StartTask). A handler that asks the client for input
-	// before the call became a task stays an ordinary request until it
-	// calls StartTask (in 2026-07-28 the question ends the round with
-	// input_required, so asks come first and the task after them). A call
-	// the store refuses to make a task (a limit) is answered with -32603,
-	// its handler cancelled. Not sent to clients.
-	TaskAfter time.Duration `json:"-"`
-}
-
-// supportsTasks reports whether calls of a tool with execution e may be
-// tasks.
-func (e *ToolExecution) supportsTasks() bool {
-	return e != nil && (e.TaskSupport == TaskOptional || e.TaskSupport == TaskRequired)
-}
 
 // Defaults of TaskOptions.
 const (
@@ -146,6 +101,7 @@ func validateTaskOptions(o *TaskOptions) error {
 // except the counters and the poll limiter, which are safe for concurrent
 // use.
 type taskManager struct {
+	rt     *Runtime // the runtime whose tasks these are
 	opts   TaskOptions
 	store  TaskStore
 	logger *slog.Logger
@@ -157,6 +113,39 @@ type taskManager struct {
 	polls   pollLimiter
 	running atomic.Int64 // task handlers running in this process
 	created atomic.Bool  // a task was created: the methods stay served
+}
+
+var _ TaskProvider = TaskOptions{}
+
+// tasksFor makes TaskOptions a TaskProvider: NewRuntime calls it once.
+func (o TaskOptions) tasksFor(rt *Runtime) (runtimeTasks, error) {
+	m, err := newTaskManager(o, rt.logger, rt.emit)
+	if err != nil {
+		return nil, err
+	}
+	m.rt = rt
+	return m, nil
+}
+
+func (m *taskManager) extensionName() string { return TasksExtension }
+
+func (m *taskManager) serves(method string) bool {
+	switch method {
+	case methodTasksGet, methodTasksUpdate, methodTasksCancel:
+		return true
+	}
+	return false
+}
+
+// listenable returns the tasks of ids that c may see, each once.
+func (m *taskManager) listenable(ctx context.Context, c methodCall, ids []string) []string {
+	var seen []string
+	for _, id := range ids {
+		if _, rerr := m.visible(ctx, &c, id); rerr == nil && !slices.Contains(seen, id) {
+			seen = append(seen, id)
+		}
+	}
+	return seen
 }
 
 func newTaskManager(opts TaskOptions, logger *slog.Logger, announce func(Change)) (*taskManager, error) {
@@ -198,36 +187,12 @@ func taskOwner(ctx context.Context, c *methodCall) string {
 	return ""
 }
 
-// tasksDeclared reports whether request c declared the tasks extension: in
-// the 2026 _meta clientCapabilities, or in the initialize era in the
-// connection's initialize capabilities or the request's own _meta
-// clientCapabilities.
-func tasksDeclared(c *methodCall) bool {
-	if declaresTasks(c.clientCapabilities) {
-		return true
-	}
-	return c.era == eraLegacy && declaresTasks(jsonObject(c.meta).get(metaKeyClientCapabilities))
-}
-
-// declaresTasks reports whether caps, a client capabilities value (any JSON
-// value, or nil), lists the extension in its extensions object.
-func declaresTasks(caps json.RawMessage) bool {
-	if !isJSONObject(caps) {
-		return false
-	}
-	ext := jsonObject(caps).get("extensions")
-	return isJSONObject(ext) && isJSONObject(jsonObject(ext).get(TasksExtension))
-}
+// tasksDeclared reports whether request c declared the tasks extension.
+func tasksDeclared(c *methodCall) bool { return declaresExtension(c, TasksExtension) }
 
 // errTasksNotDeclared is the -32021 for a request that needs the extension
 // and did not declare it.
-func errTasksNotDeclared() *RPCError {
-	return &RPCError{
-		Code:    CodeMissingCapability,
-		Message: "Missing required client capability: the " + TasksExtension + " extension",
-		Data:    map[string]any{"requiredCapabilities": map[string]any{"extensions": map[string]struct{}{TasksExtension: {}}}},
-	}
-}
+func errTasksNotDeclared() *RPCError { return extensionNotDeclared(TasksExtension) }
 
 func errTaskNotFound() *RPCError { return invalidParams("Task not found") }
 
@@ -293,18 +258,19 @@ const resultTypeTask = "task"
 
 // servesTasks reports whether the tasks methods are served: while a tool
 // declares task support, and once a task was created.
-func (rt *Runtime) servesTasks() bool {
-	if rt.tasks.created.Load() {
+func (m *taskManager) servesTasks() bool {
+	if m.created.Load() {
 		return true
 	}
-	rt.mu.RLock()
-	defer rt.mu.RUnlock()
-	return rt.cat.taskTools > 0
+	m.rt.mu.RLock()
+	defer m.rt.mu.RUnlock()
+	return m.rt.cat.taskTools > 0
 }
 
-// serveTasks answers tasks/get, tasks/update and tasks/cancel.
-func (rt *Runtime) serveTasks(ctx context.Context, c *methodCall) Reply {
-	if !rt.servesTasks() {
+// serve answers tasks/get, tasks/update and tasks/cancel.
+func (m *taskManager) serve(ctx context.Context, call methodCall) Reply {
+	rt, c := m.rt, &call
+	if !m.servesTasks() {
 		return Reply{Error: methodNotFound(c.req.Method)}
 	}
 	if !tasksDeclared(c) {
@@ -318,7 +284,7 @@ func (rt *Runtime) serveTasks(ctx context.Context, c *methodCall) Reply {
 	switch c.req.Method {
 	case methodTasksGet:
 		var rec *TaskRecord
-		if rec, rerr = rt.tasks.poll(ctx, c, id); rerr == nil {
+		if rec, rerr = m.poll(ctx, c, id); rerr == nil {
 			return rt.taskReply(c, rec, "complete")
 		}
 	case methodTasksUpdate:
@@ -327,11 +293,11 @@ func (rt *Runtime) serveTasks(ctx context.Context, c *methodCall) Reply {
 			if responses == nil {
 				rerr = invalidParams("Invalid params: tasks/update requires an inputResponses object")
 			} else {
-				rerr = rt.tasks.respond(ctx, c, id, responses)
+				rerr = m.respond(ctx, c, id, responses)
 			}
 		}
 	case methodTasksCancel:
-		rerr = rt.tasks.cancelByClient(ctx, c, id)
+		rerr = m.cancelByClient(ctx, c, id)
 	}
 	if rerr != nil {
 		return Reply{Error: rerr}

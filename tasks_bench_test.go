@@ -46,7 +46,7 @@ func BenchmarkTaskMemory(b *testing.B) {
 			// The IDs are kept as the store keeps them (the same strings), in
 			// a slice allocated before the measure.
 			ids := make([]string, 0, b.N)
-			rt.tasks.newID = func() string {
+			managerOf(rt).newID = func() string {
 				id := newTaskID()
 				ids = append(ids, id)
 				return id
@@ -90,13 +90,13 @@ func liveMemory() (heap, stacks int64) {
 // awaitTaskBench waits until task id's record satisfies ok.
 func awaitTaskBench(b *testing.B, rt *Runtime, id string, ok func(*TaskRecord) bool) {
 	ctx := context.Background()
-	changed, stop, err := rt.tasks.store.Watch(ctx, id)
+	changed, stop, err := managerOf(rt).store.Watch(ctx, id)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer stop()
 	for {
-		rec, err := rt.tasks.store.Get(ctx, id)
+		rec, err := managerOf(rt).store.Get(ctx, id)
 		if err != nil {
 			b.Fatal(err)
 		}

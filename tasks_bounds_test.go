@@ -201,7 +201,7 @@ func TestTaskTTL(t *testing.T) {
 		e := newTaskEnv(t, TaskOptions{TTL: time.Millisecond})
 		// The watcher's timer counts real time; the store's clock stays
 		// before the task's creation, so only the timer can end it.
-		e.rt.tasks.now = time.Now
+		managerOf(e.rt).now = time.Now
 		e.store.now = func() time.Time { return time.Unix(0, 0) }
 		g := newGate()
 		e.addTool("job", TaskOptional, 0, g.handler)
@@ -277,7 +277,7 @@ func TestTaskOptionsValidated(t *testing.T) {
 		}
 	}
 	rt := newTestRuntime(t, testOptions())
-	o := rt.tasks.opts
+	o := managerOf(rt).opts
 	if o.MaxTasks != DefaultMaxTasks || o.MaxTasksPerOwner != DefaultMaxTasksPerOwner || o.MaxBytes != DefaultMaxTaskBytes ||
 		o.MaxBytesPerOwner != DefaultMaxTaskBytesOwner || o.TTL != DefaultTaskTTL || o.PollInterval != DefaultTaskPollInterval || o.PollBurst != DefaultTaskPollBurst {
 		t.Fatalf("defaults %+v", o)

@@ -41,10 +41,10 @@ func newTaskEnv(t *testing.T, opts TaskOptions) *taskEnv {
 	rt := newTestRuntime(t, ro)
 	clock := newFakeClock()
 	var ids atomic.Int64
-	rt.tasks.now = clock.Now
-	rt.tasks.newID = func() string { return fmt.Sprintf("task-%d", ids.Add(1)) }
+	managerOf(rt).now = clock.Now
+	managerOf(rt).newID = func() string { return fmt.Sprintf("task-%d", ids.Add(1)) }
 	e := &taskEnv{t: t, rt: rt, clock: clock, session: "conn-1"}
-	if s, ok := rt.tasks.store.(*memoryTaskStore); ok {
+	if s, ok := managerOf(rt).store.(*memoryTaskStore); ok {
 		s.now = clock.Now
 		e.store = s
 	}
@@ -120,13 +120,13 @@ func (e *taskEnv) ack(reply Reply) {
 func (e *taskEnv) await(id string, what string, ok func(*TaskRecord) bool) *TaskRecord {
 	e.t.Helper()
 	ctx := context.Background()
-	changed, stop, err := e.rt.tasks.store.Watch(ctx, id)
+	changed, stop, err := managerOf(e.rt).store.Watch(ctx, id)
 	if err != nil {
 		e.t.Fatalf("watching %s: %v", id, err)
 	}
 	defer stop()
 	for {
-		rec, err := e.rt.tasks.store.Get(ctx, id)
+		rec, err := managerOf(e.rt).store.Get(ctx, id)
 		if err != nil {
 			e.t.Fatalf("waiting for %s to be %s: %v", id, what, err)
 		}
@@ -191,3 +191,7 @@ func textOf(t *testing.T, result json.RawMessage) string {
 	}
 	return r.Content[0].Text
 }
+
+// managerOf returns rt's tasks, which its RuntimeOptions.Tasks (a
+// TaskOptions) made.
+func managerOf(rt *Runtime) *taskManager { return rt.tasks.(*taskManager) }

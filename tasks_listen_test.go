@@ -54,15 +54,15 @@ func TestTaskStatusNotifications(t *testing.T) {
 	ctx := context.Background()
 	h.runSteps([]changeStep{
 		{"a status message", func() {
-			if _, err := e.rt.tasks.modify(ctx, "task-1", func(r *TaskRecord) error { r.StatusMessage = "half way"; return nil }); err != nil {
+			if _, err := managerOf(e.rt).modify(ctx, "task-1", func(r *TaskRecord) error { r.StatusMessage = "half way"; return nil }); err != nil {
 				t.Fatal(err)
 			}
 		}, taggedFrame(notificationTasks, `"l"`, taskStateMembers(TaskWorking, "half way"))},
 		{"another task's change, then the task cancelled", func() {
-			if err := e.rt.tasks.cancel(ctx, "task-2", "stop"); err != nil {
+			if err := managerOf(e.rt).cancel(ctx, "task-2", "stop"); err != nil {
 				t.Fatal(err)
 			}
-			if err := e.rt.tasks.cancel(ctx, "task-1", "stop"); err != nil {
+			if err := managerOf(e.rt).cancel(ctx, "task-1", "stop"); err != nil {
 				t.Fatal(err)
 			}
 		}, taggedFrame(notificationTasks, `"l"`, taskStateMembers(TaskCancelled, "stop"))},
@@ -90,7 +90,7 @@ func TestHTTPTaskStatusNotifications(t *testing.T) {
 	if got := events.nextMessage(); got != strings.TrimSuffix(ackFrame(`"L"`, `{"taskIds":["task-1"]}`), "\n") {
 		t.Fatalf("first event %s", got)
 	}
-	if err := e.rt.tasks.cancel(context.Background(), id, "stop"); err != nil {
+	if err := managerOf(e.rt).cancel(context.Background(), id, "stop"); err != nil {
 		t.Fatal(err)
 	}
 	if got := events.nextMessage(); got != strings.TrimSuffix(taggedFrame(notificationTasks, `"L"`, taskStateMembers(TaskCancelled, "stop")), "\n") {

@@ -54,6 +54,7 @@ type taskOutcome struct {
 // starts and read-only afterwards.
 type taskRun struct {
 	rt      *Runtime
+	tasks   *taskManager // rt's
 	c       *methodCall
 	req     *HandlerRequest
 	entry   *toolEntry
@@ -76,14 +77,14 @@ type taskRun struct {
 	requests int                        // Peer.Request questions asked, for their keys
 }
 
-// runTaskCall serves the tools/call c of entry, which may become a task,
+// runCall serves the tools/call c of entry, which may become a task,
 // with req ready for its handler. It returns the handler's answer, or the
 // CreateTaskResult once the call became a task, or an error when it had to
 // become one before its handler started and could not.
-func (rt *Runtime) runTaskCall(ctx context.Context, c *methodCall, entry *toolEntry, req *HandlerRequest) Reply {
-	kept := *c // the task outlives the request; c itself stays off the heap for every other call
+func (m *taskManager) runCall(ctx context.Context, kept methodCall, entry *toolEntry, req *HandlerRequest) Reply {
+	rt, c := m.rt, &kept // the task outlives the request: c is a copy of the request's
 	t := &taskRun{
-		rt: rt, c: &kept, req: req, entry: entry, reqCtx: ctx, owner: taskOwner(ctx, c),
+		rt: rt, tasks: m, c: c, req: req, entry: entry, reqCtx: ctx, owner: taskOwner(ctx, c),
 		outcome: make(chan taskOutcome, 1), created: make(chan struct{}), ended: make(chan struct{}),
 		changed: make(chan struct{}),
 	}
@@ -156,7 +157,7 @@ func (t *taskRun) becomeTask(automatic bool) (bool, error) {
 	t.creating = done
 	t.mu.Unlock()
 
-	rec, changed, stop, err := t.rt.tasks.create(t.reqCtx, t)
+	rec, changed, stop, err := t.tasks.create(t.reqCtx, t)
 
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -206,8 +207,8 @@ func (t *taskRun) finish(res *ToolResult, err error) {
 	case phaseRequest:
 		t.outcome <- taskOutcome{res: res, err: err}
 	case phaseTask:
-		t.rt.tasks.running.Add(-1)
-		t.rt.tasks.complete(t, res, err)
+		t.tasks.running.Add(-1)
+		t.tasks.complete(t, res, err)
 	}
 	t.cancel(context.Canceled)
 }
@@ -230,7 +231,7 @@ func (t *taskRun) abandon(cause error) runPhase {
 	case phaseRequest:
 		t.cancel(cause)
 	case phaseTask:
-		if err := t.rt.tasks.cancel(context.WithoutCancel(t.reqCtx), t.rec.ID, cause.Error()); err != nil && !errors.Is(err, ErrTaskNotFound) {
+		if err := t.tasks.cancel(context.WithoutCancel(t.reqCtx), t.rec.ID, cause.Error()); err != nil && !errors.Is(err, ErrTaskNotFound) {
 			t.rt.logger.Error("cancelling an abandoned task failed", "task", t.rec.ID, "err", err)
 		}
 	}
@@ -276,7 +277,7 @@ func (t *taskRun) enterAsk() bool {
 // its TTL passed.
 func (t *taskRun) watch(rec *TaskRecord, changed <-chan struct{}, stop func()) {
 	defer stop()
-	expiry := time.NewTimer(rec.expiresAt().Sub(t.rt.tasks.now()))
+	expiry := time.NewTimer(rec.expiresAt().Sub(t.tasks.now()))
 	defer expiry.Stop()
 	ctx := context.WithoutCancel(t.ctx)
 	for {
@@ -292,7 +293,7 @@ func (t *taskRun) watch(rec *TaskRecord, changed <-chan struct{}, stop func()) {
 		close(t.changed)
 		t.changed = make(chan struct{})
 		t.mu.Unlock()
-		switch cur, err := t.rt.tasks.store.Get(ctx, rec.ID); {
+		switch cur, err := t.tasks.store.Get(ctx, rec.ID); {
 		case errors.Is(err, ErrTaskNotFound):
 			t.cancel(errTaskExpired)
 		case err == nil && cur.Status == TaskCancelled:
@@ -324,7 +325,7 @@ func (t *taskRun) ask(ctx context.Context, key, method string, params json.RawMe
 	}
 	t.mu.Unlock()
 	id := t.rec.ID
-	store := t.rt.tasks
+	store := t.tasks
 	if first {
 		_, err := store.modify(ctx, id, func(rec *TaskRecord) error {
 			if isTerminalStatus(rec.Status) {
@@ -376,7 +377,7 @@ func (t *taskRun) take(ctx context.Context, key string, ans json.RawMessage) (js
 	t.mu.Lock()
 	t.answers[key] = ans
 	t.mu.Unlock()
-	_, err := t.rt.tasks.modify(ctx, t.rec.ID, func(rec *TaskRecord) error {
+	_, err := t.tasks.modify(ctx, t.rec.ID, func(rec *TaskRecord) error {
 		if _, ok := rec.Answers[key]; !ok {
 			return errUnchanged
 		}
@@ -395,7 +396,7 @@ func (t *taskRun) setStatusMessage(ctx context.Context, message string) error {
 	if message == "" {
 		return nil
 	}
-	_, err := t.rt.tasks.modify(ctx, t.rec.ID, func(rec *TaskRecord) error {
+	_, err := t.tasks.modify(ctx, t.rec.ID, func(rec *TaskRecord) error {
 		if isTerminalStatus(rec.Status) || rec.StatusMessage == message {
 			return errUnchanged
 		}
@@ -469,10 +470,11 @@ func (t *taskRun) nextRequestKey() string {
 // limit), in which case the handler goes on as an ordinary request. It
 // blocks until the task is stored.
 func (r *HandlerRequest) StartTask() bool {
-	if r.task == nil {
+	t, isRun := r.task.(*taskRun)
+	if !isRun {
 		return false
 	}
-	ok, _ := r.task.becomeTask(false)
+	ok, _ := t.becomeTask(false)
 	return ok
 }
 

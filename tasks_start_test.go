@@ -15,7 +15,7 @@ func TestTaskAfter(t *testing.T) {
 		e := newTaskEnv(t, TaskOptions{})
 		e.addTool("quick", TaskOptional, time.Hour, echoTool("at once"))
 		wantResult(t, e.do("tools/call", `{"name":"quick"}`), `{"content":[{"type":"text","text":"at once"}],`+complete2026+`}`)
-		if e.rt.tasks.created.Load() {
+		if managerOf(e.rt).created.Load() {
 			t.Fatal("a task was created")
 		}
 	})
@@ -66,7 +66,7 @@ func TestTaskAfter(t *testing.T) {
 		if cause := waitFor(t, g.stopped, "the handler's context to end"); !errors.Is(cause, errTaskAbandoned) {
 			t.Fatalf("the handler's context ended with %v", cause)
 		}
-		if req.StartTask() || e.rt.tasks.created.Load() {
+		if req.StartTask() || managerOf(e.rt).created.Load() {
 			t.Fatal("a call whose request ended became a task")
 		}
 	})
@@ -149,7 +149,7 @@ func TestAskPinsTheRequest(t *testing.T) {
 	replies := make(chan Reply, 1)
 	go func() { replies <- e.do("tools/call", `{"name":"asks"}`) }()
 	req := waitFor(t, g.entered, "the handler")
-	if ok, err := req.task.becomeTask(true); ok || err != nil {
+	if ok, err := req.task.(*taskRun).becomeTask(true); ok || err != nil {
 		t.Fatal("the window's end made a pinned call a task")
 	}
 	if !req.StartTask() {

@@ -169,7 +169,7 @@ func TestTaskHandlerPanicFails(t *testing.T) {
 	if rec.Error.Code != CodeInternalError || rec.Error.Message != "Internal error" || rec.Result != nil {
 		t.Fatalf("record %+v, error %+v", rec, rec.Error)
 	}
-	if n := e.rt.tasks.running.Load(); n != 0 {
+	if n := managerOf(e.rt).running.Load(); n != 0 {
 		t.Fatalf("%d task handlers still counted as running", n)
 	}
 }
@@ -401,7 +401,7 @@ func TestTaskCancelAtEveryPoint(t *testing.T) {
 				if rec.Status == TaskCancelled && (rec.Result != nil || len(rec.InputRequests) != 0 || len(rec.Answers) != 0) {
 					t.Fatalf("a cancelled task kept %+v", rec)
 				}
-				if n := e.rt.tasks.running.Load(); n != 0 {
+				if n := managerOf(e.rt).running.Load(); n != 0 {
 					t.Fatalf("%d task handlers counted as running after the end", n)
 				}
 			}

@@ -21,21 +21,17 @@ func libraryFile(name string) bool {
 // packageClause is the package clause of a file of this directory.
 var packageClause = regexp.MustCompile(`(?m)^package main$`)
 
-// TestLibraryFilesStandAlone copies the library files, and only them, into
-// a module of their own with another package name, as a user who vendors
-// them would, and builds and vets the copy: nothing in the library may
-// depend on the command's files or on being package main.
-func TestLibraryFilesStandAlone(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds a copy of the library")
-	}
+// copyLibrary copies the library files that keep selects into package pkg of
+// a module of its own ("vendored", in a temporary directory it returns),
+// renaming their package clause, as a user who vendors them would.
+func copyLibrary(t *testing.T, pkg string, keep func(name string) bool) string {
+	t.Helper()
 	entries, err := os.ReadDir(".")
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	pkg := filepath.Join(dir, "mcplib")
-	if err := os.Mkdir(pkg, 0o755); err != nil {
+	if err := os.Mkdir(filepath.Join(dir, pkg), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module vendored\n\ngo 1.26\n"), 0o644); err != nil {
@@ -43,7 +39,7 @@ func TestLibraryFilesStandAlone(t *testing.T) {
 	}
 	copied := 0
 	for _, e := range entries {
-		if e.IsDir() || !libraryFile(e.Name()) {
+		if e.IsDir() || !libraryFile(e.Name()) || !keep(e.Name()) {
 			continue
 		}
 		src, err := os.ReadFile(e.Name())
@@ -54,8 +50,8 @@ func TestLibraryFilesStandAlone(t *testing.T) {
 		if clause == nil {
 			t.Fatalf("%s: no package main clause to rename", e.Name())
 		}
-		out := slices.Concat(src[:clause[0]], []byte("package mcplib"), src[clause[1]:])
-		if err := os.WriteFile(filepath.Join(pkg, e.Name()), out, 0o644); err != nil {
+		out := slices.Concat(src[:clause[0]], []byte("package "+pkg), src[clause[1]:])
+		if err := os.WriteFile(filepath.Join(dir, pkg, e.Name()), out, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		copied++
@@ -63,12 +59,30 @@ func TestLibraryFilesStandAlone(t *testing.T) {
 	if copied < 10 {
 		t.Fatalf("copied %d library files; the filter is wrong", copied)
 	}
+	return dir
+}
+
+// goCommand runs the go command in dir, failing the test with its output.
+func goCommand(t *testing.T, dir string, args ...string) {
+	t.Helper()
+	cmd := exec.Command("go", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOFLAGS=", "GOWORK=off")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go %s of the vendored copy: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+// TestLibraryFilesStandAlone copies the library files, and only them, into
+// a module of their own with another package name, and builds and vets the
+// copy: nothing in the library may depend on the command's files or on being
+// package main. (TestCoreServesStdioAlone does the same for the core alone.)
+func TestLibraryFilesStandAlone(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a copy of the library")
+	}
+	dir := copyLibrary(t, "mcplib", func(string) bool { return true })
 	for _, args := range [][]string{{"build", "./mcplib"}, {"vet", "./mcplib"}} {
-		cmd := exec.Command("go", args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GOFLAGS=", "GOWORK=off")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go %s of the vendored copy: %v\n%s", strings.Join(args, " "), err, out)
-		}
+		goCommand(t, dir, args...)
 	}
 }

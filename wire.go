@@ -1,20 +1,53 @@
 package main
 
-// Names the protocol puts on the wire, each spelled once: the methods the
-// transports act on themselves, the HTTP headers of Streamable HTTP and the
-// reserved _meta keys the transports read or write. (The _meta keys of the
-// dialects are in dialect.go.)
+// Names the protocol puts on the wire, each spelled once: the methods, the
+// HTTP headers of Streamable HTTP and the reserved _meta keys the transports
+// read or write. (The _meta keys of the dialects are in dialect.go.)
 
-// Methods the transports and the connection core treat specially.
+// The protocol's methods, requests and notifications, each spelled here
+// once: what the transports and the connection core treat specially, what
+// the runtime serves and what it sends.
 const (
-	methodInitialize                = "initialize"
+	methodInitialize             = "initialize"
+	methodPing                   = "ping"
+	methodServerDiscover         = "server/discover"
+	methodToolsList              = "tools/list"
+	methodToolsCall              = "tools/call"
+	methodResourcesList          = "resources/list"
+	methodResourcesTemplatesList = "resources/templates/list"
+	methodResourcesRead          = "resources/read"
+	methodResourcesSubscribe     = "resources/subscribe"
+	methodResourcesUnsubscribe   = "resources/unsubscribe"
+	methodPromptsList            = "prompts/list"
+	methodPromptsGet             = "prompts/get"
+	methodCompletionComplete     = "completion/complete"
+	methodLoggingSetLevel        = "logging/setLevel"
+	methodSubscriptionsListen    = "subscriptions/listen"
+	methodSamplingCreateMessage  = "sampling/createMessage"
+	methodElicitationCreate      = "elicitation/create"
+	methodRootsList              = "roots/list"
+	// The tasks extension's (tasks.go), which the HTTP transport routes by
+	// name too.
+	methodTasksGet    = "tasks/get"
+	methodTasksUpdate = "tasks/update"
+	methodTasksCancel = "tasks/cancel"
+
+	methodInitialized               = "notifications/initialized"
 	methodCancelled                 = "notifications/cancelled"
+	methodProgress                  = "notifications/progress"
+	methodMessage                   = "notifications/message"
+	methodResourcesUpdated          = "notifications/resources/updated"
+	methodResourcesListChanged      = "notifications/resources/list_changed"
+	methodToolsListChanged          = "notifications/tools/list_changed"
+	methodPromptsListChanged        = "notifications/prompts/list_changed"
+	methodRootsListChanged          = "notifications/roots/list_changed"
 	methodSubscriptionsAcknowledged = "notifications/subscriptions/acknowledged"
-	methodToolsCall                 = "tools/call"
-	methodPromptsGet                = "prompts/get"
-	methodResourcesRead             = "resources/read"
-	methodSubscriptionsListen       = "subscriptions/listen"
+	methodElicitationComplete       = "notifications/elicitation/complete"
 )
+
+// notificationTasks announces a task's new state on a listen stream (the
+// tasks extension's, which the connection core routes like the others).
+const notificationTasks = "notifications/tasks"
 
 // metaKeySubscriptionID tags every frame of a 2026 subscriptions/listen
 // stream with the listen request's id.
