@@ -72,6 +72,21 @@ func (c *ExecutorClient) Stats() ClientStats {
 	return ClientStats{Running: c.running, Queued: c.queue.len, InflightBytes: c.bytes}
 }
 
+// idleClients reports which of clients hold nothing (no job running or
+// queued, no byte), in one critical section: for a caller that holds a lock
+// of its own and must not take e.mu once per client under it.
+func (e *Executor) idleClients(clients []*ExecutorClient) map[*ExecutorClient]bool {
+	idle := make(map[*ExecutorClient]bool, len(clients))
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, c := range clients {
+		if c.running == 0 && c.queue.len == 0 && c.bytes == 0 {
+			idle[c] = true
+		}
+	}
+	return idle
+}
+
 // fitsLocked reports whether size more bytes of client c fit in the budget
 // and in c's share, own of the bytes in flight being those of the job or
 // reservation that grows (0 for a new one). Size 0 always fits; so does
@@ -82,8 +97,17 @@ func (e *Executor) fitsLocked(c *ExecutorClient, size, own int) bool {
 		return true
 	}
 	fitsBudget := e.bytes == own || size <= e.maxBytes-e.bytes
-	fitsShare := c.bytes == own || size <= e.maxClientBytes-c.bytes
+	othersHold := e.bytes > c.bytes
+	fitsShare := !othersHold || c.bytes == own || size <= e.maxClientBytes-c.bytes
 	return fitsBudget && fitsShare
+}
+
+// queueRoomLocked reports whether a job of client c may be queued: the
+// queue has room, and c holds fewer than its share of it or no other
+// client has a job queued.
+func (e *Executor) queueRoomLocked(c *ExecutorClient) bool {
+	othersWait := e.queued > c.queue.len
+	return e.queued < e.maxQueue && (c.queue.len < e.maxClientQueue || !othersWait)
 }
 
 // chargeLocked counts n more bytes of client c.
@@ -104,10 +128,12 @@ func (e *Executor) releaseJobBytesLocked(j *job) {
 }
 
 // updateReadyLocked puts c in e.ready, moves it there or takes it out, as
-// its queue and running count now say: it is ready when it has a queued job
-// and runs fewer than its share.
+// its queue and running count now say: it is ready when it has a queued
+// job. A client beyond its share of the slots is ready too: the rule is
+// work-conserving, and fewest-running-first already serves the clients
+// below their share before it.
 func (e *Executor) updateReadyLocked(c *ExecutorClient) {
-	ready := c.queue.len > 0 && c.running < e.maxClientConcurrency
+	ready := c.queue.len > 0
 	switch {
 	case ready && c.readyIndex < 0:
 		heap.Push(&e.ready, c)

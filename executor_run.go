@@ -73,8 +73,10 @@ func (e *Executor) admitLocked(j *job) (startNow bool, err error) {
 		return false, errReservationReleased
 	}
 	c := s.client
-	startNow = e.running < e.maxConcurrency && c.running < e.maxClientConcurrency
-	if !startNow && (e.queued >= e.maxQueue || c.queue.len >= e.maxClientQueue) || !e.fitsLocked(c, j.size, 0) {
+	// While a slot is free no job waits (see popReadyLocked), so the job
+	// starts: a client alone may take every slot.
+	startNow = e.running < e.maxConcurrency
+	if !startNow && !e.queueRoomLocked(c) || !e.fitsLocked(c, j.size, 0) {
 		return false, ErrOverloaded
 	}
 	e.chargeLocked(c, j.size)

@@ -59,7 +59,7 @@ func serveHTTP(c config, rt *Runtime, logger *slog.Logger, stderr io.Writer) int
 		MaxConcurrency:   c.maxConcurrency,
 		MaxQueue:         c.maxQueue,
 		MaxInflightBytes: c.maxInflightBytes,
-		// Each client's share; 0 is a quarter, as the flags mean it.
+		// Each client's share; 0 is the whole, as the flags mean it.
 		MaxClientConcurrency:   c.maxClientConcurrency,
 		MaxClientQueue:         c.maxClientQueue,
 		MaxClientInflightBytes: c.maxClientInflightBytes,
@@ -70,6 +70,7 @@ func serveHTTP(c config, rt *Runtime, logger *slog.Logger, stderr io.Writer) int
 		AllowedOrigins:         c.allowedOrigins,
 		Logger:                 logger,
 		Auth:                   auth,
+		TrustedProxies:         c.trustedProxies,
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, err)
