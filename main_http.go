@@ -104,7 +104,10 @@ func serveHTTP(c config, rt *Runtime, logger *slog.Logger, stderr io.Writer) int
 		MaxHeaderBytes:    c.maxHeaderBytes, // 431 beyond
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-		ConnState:         h.ConnState,
+		ConnState: func(c net.Conn, state http.ConnState) {
+			h.ConnState(c, state)  // for the drain: connections never used
+			ln.ConnState(c, state) // for the connection bound: idle ones are shed first
+		},
 	}
 	setMemoryLimit(memoryLimit(c), logger)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
