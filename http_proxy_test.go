@@ -29,48 +29,57 @@ type proxied struct {
 }
 
 // startProxied starts the command with args and HAProxy in front of it,
-// and stops both when the test ends. HAProxy listens on a socket the test
-// opened (bind fd@3), so it accepts connections as soon as it runs.
+// and stops both when the test ends.
 func startProxied(t *testing.T, args ...string) *proxied {
 	t.Helper()
-	bin := os.Getenv(haproxyEnv)
-	switch bin {
-	case "":
+	if os.Getenv(haproxyEnv) == "" {
 		t.Skipf("%s is not set: the HAProxy tests need haproxy (Debian package haproxy; .ci/haproxy installs and runs them)", haproxyEnv)
-	case "1":
-		var err error
-		if bin, err = exec.LookPath("haproxy"); err != nil {
-			t.Fatalf("%s=1 but no haproxy on PATH: %v", haproxyEnv, err)
-		}
 	}
 	server := startHTTPServer(t, args...)
 	t.Cleanup(func() { server.stop() })
+	return &proxied{server: server, url: startHAProxy(t, strings.TrimPrefix(server.base, "http://"))}
+}
+
+// startHAProxy starts HAProxy (the binary MCPSTDIO_HAPROXY names) with
+// testdata/haproxy/haproxy.cfg in front of the server at addr (host:port),
+// stops it when the test ends, and returns the MCP endpoint's URL through
+// it. HAProxy listens on a socket the test opened (bind fd@3), so it
+// accepts connections as soon as it runs.
+func startHAProxy(tb testing.TB, addr string) string {
+	tb.Helper()
+	bin := os.Getenv(haproxyEnv)
+	if bin == "1" {
+		var err error
+		if bin, err = exec.LookPath("haproxy"); err != nil {
+			tb.Fatalf("%s=1 but no haproxy on PATH: %v", haproxyEnv, err)
+		}
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	defer ln.Close() // HAProxy holds its own copy
 	file, err := ln.(*net.TCPListener).File()
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	defer file.Close()
 	cmd := exec.Command(bin, "-db", "-f", filepath.Join("testdata", "haproxy", "haproxy.cfg"))
-	cmd.Env = append(os.Environ(), "MCP_PROXY_BIND=fd@3", "MCP_SERVER="+strings.TrimPrefix(server.base, "http://"))
+	cmd.Env = append(os.Environ(), "MCP_PROXY_BIND=fd@3", "MCP_SERVER="+addr)
 	cmd.ExtraFiles = []*os.File{file}
-	var stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stderr, &stderr
+	var output strings.Builder
+	cmd.Stdout, cmd.Stderr = &output, &output
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	t.Cleanup(func() {
+	tb.Cleanup(func() {
 		cmd.Process.Kill()
 		cmd.Wait()
-		if t.Failed() {
-			t.Logf("haproxy's output:\n%s", stderr.String())
+		if tb.Failed() {
+			tb.Logf("haproxy's output:\n%s", output.String())
 		}
 	})
-	return &proxied{server: server, url: "http://" + ln.Addr().String() + DefaultHTTPPath}
+	return "http://" + ln.Addr().String() + DefaultHTTPPath
 }
 
 // userFrom is an HTTP client whose connections come from the loopback
