@@ -33,11 +33,12 @@ package main
 //     Bytes can also be reserved ahead of a job (Reservation, e.g. a body
 //     being read) and handed to it.
 //   - Submitters belong to clients (ExecutorClient: a connection, a session,
-//     a principal), each with a share of the slots, the queue and the byte
-//     budget, so that one client cannot starve the others
-//     (executor_client.go). Each client queues its own jobs in FIFO order;
-//     a freed slot goes to the client with queued work that runs the
-//     fewest jobs, so a client with nothing running is served first.
+//     a principal), which share the executor work-conservingly
+//     (executor_client.go): a client alone may use all of it; each client
+//     queues its own jobs in FIFO order, and a freed slot goes to the
+//     client with queued work that runs the fewest jobs, so a newcomer is
+//     served at the next freed slot; a client's share keeps room of the
+//     queue and the byte budget only for the others that are waiting.
 //   - Close is final for delivery: sends made under the mutex check that the
 //     submitter is open; a read-write lock around the pump's blocking send lets
 //     Close wait it out; then Close empties the channel's buffer.
@@ -120,16 +121,25 @@ type ExecutorOptions struct {
 	// be served.
 	MaxInflightBytes int
 
-	// A client's share (see ExecutorClient): the jobs one client may run at
-	// once, keep queued, and the bytes its jobs and reservations may hold.
-	// A job of a client running MaxClientConcurrency jobs waits in the
-	// queue even while other slots are free; a client with
-	// MaxClientQueue jobs queued, or whose bytes would pass
-	// MaxClientInflightBytes, is refused with ErrOverloaded (as with the
-	// whole budget, one job larger than the share is admitted when the
-	// client holds no bytes). 0, or a value above the executor's limit,
-	// means the whole limit: one client may use the whole executor.
-	// Negative is invalid.
+	// A client's share (see ExecutorClient) of the slots, the queue and the
+	// byte budget. Shares are work-conserving: they keep room only for the
+	// other clients that are waiting, never idle capacity.
+	//   - MaxClientConcurrency: a free slot is always taken (no job waits
+	//     while one is free), so a client alone may run MaxConcurrency jobs;
+	//     under contention a freed slot goes to the client with queued work
+	//     that runs the fewest jobs (ties: its oldest queued job was
+	//     admitted first), which serves the clients below their share
+	//     before those at or above it.
+	//   - MaxClientQueue: a client that holds this many queued jobs is
+	//     refused more (ErrOverloaded) while another client has a job
+	//     queued; alone it may fill the whole queue.
+	//   - MaxClientInflightBytes: a client whose bytes would pass this is
+	//     refused (ErrOverloaded) while another client holds bytes; alone it
+	//     may use the whole budget (and, as with the budget, one job larger
+	//     than the share is admitted when the client holds no bytes).
+	// 0, or a value above the executor's limit, means the whole limit: the
+	// share never binds, and only the fewest-running rule orders the
+	// clients. Negative is invalid.
 	MaxClientConcurrency   int
 	MaxClientQueue         int
 	MaxClientInflightBytes int

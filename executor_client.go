@@ -9,28 +9,32 @@ import (
 // Clients of an executor and their fair share.
 //
 // A client is whoever one share is meant for: one stdio connection, one HTTP
-// session, the stateless requests of one remote address, later one
-// principal across sessions. Its submitters' jobs count against its share
-// of the executor: at most MaxClientConcurrency running, MaxClientQueue
-// queued and MaxClientInflightBytes held (ExecutorOptions).
+// session, the stateless requests of one client address, one principal
+// across sessions. Its submitters' jobs and its reservations count against
+// its share of the executor (ExecutorOptions.MaxClientConcurrency,
+// MaxClientQueue, MaxClientInflightBytes).
 //
-// The share is a cap, not a weight. Go cannot take a slot back from a
-// running function, so a work-conserving rule (any client may take any free
-// slot) would let one client with slow work (or work that waits for its own
-// client, as an elicitation does) hold every slot for as long as its
-// deadline, and a newcomer would wait for that however fair the queue.
-// With a cap, a client that holds its share leaves the rest of the slots to
-// the others: while fewer than MaxConcurrency/MaxClientConcurrency clients
-// hold their whole share, another client's job starts at once. Beyond that,
-// queued jobs are not served in one FIFO across clients: a freed slot goes
-// to the client, among those with queued work and room in their share, that
-// runs the fewest jobs (ties: the oldest queued job), so a client that runs
-// nothing is next, ahead of the clients that fill their shares. The queue
-// share keeps one client from filling the queue, so that another one's job
-// is queued rather than refused. A single client can still use the whole
-// executor when its share is the whole (the default of ExecutorOptions,
-// which a stdio transport with its own executor keeps: it is its only
-// client).
+// Sharing is work-conserving (SPEC §5):
+//   - A client alone may use the whole executor: every slot, the whole
+//     queue, the whole byte budget. A job starts whenever a slot is free;
+//     no job ever waits while a slot is free.
+//   - Under contention a freed slot goes to the client with queued work that
+//     runs the fewest jobs (ties: the one whose oldest queued job was
+//     admitted first), so a newcomer that arrives while another client
+//     holds every slot is served at the next freed slot, never behind that
+//     client's whole queue; clients that keep work queued converge to equal
+//     numbers of running jobs.
+//   - A client's share keeps room only for the others that are waiting: a
+//     client at its queue share is refused more queue room while another
+//     client has a job queued, and one at its byte share is refused more
+//     bytes while another client holds bytes. With no share set (0: the
+//     whole) only the executor's limits refuse.
+//
+// Go cannot take a slot back from a running function, so a client that
+// holds every slot with slow work keeps it until its jobs return (or their
+// deadline passes): a newcomer waits for the first of them, one handler's
+// time at most. The queue is never over-admitted: a newcomer that finds the
+// whole queue full is refused like anyone else.
 //
 // Bytes are reserved against the budget and the share ahead of a job when
 // they are held before it exists (a body being read) or after it (an answer
