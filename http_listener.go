@@ -197,7 +197,7 @@ var errAmbiguousFraming = errors.New("mcpstdio: a request carries both Content-L
 // its reads fail at a request with both framing headers.
 type guardedConn struct {
 	net.Conn
-	l         *HTTPListener
+	l *HTTPListener
 	// idleSince is when the connection last went idle between two
 	// requests (UnixNano), 0 while it is not idle; see ConnState.
 	idleSince atomic.Int64
