@@ -9,28 +9,32 @@ import (
 // Clients of an executor and their fair share.
 //
 // A client is whoever one share is meant for: one stdio connection, one HTTP
-// session, the stateless requests of one remote address, later one
-// principal across sessions. Its submitters' jobs count against its share
-// of the executor: at most MaxClientConcurrency running, MaxClientQueue
-// queued and MaxClientInflightBytes held (ExecutorOptions).
+// session, the stateless requests of one client address, one principal
+// across sessions. Its submitters' jobs and its reservations count against
+// its share of the executor (ExecutorOptions.MaxClientConcurrency,
+// MaxClientQueue, MaxClientInflightBytes).
 //
-// The share is a cap, not a weight. Go cannot take a slot back from a
-// running function, so a work-conserving rule (any client may take any free
-// slot) would let one client with slow work (or work that waits for its own
-// client, as an elicitation does) hold every slot for as long as its
-// deadline, and a newcomer would wait for that however fair the queue.
-// With a cap, a client that holds its share leaves the rest of the slots to
-// the others: while fewer than MaxConcurrency/MaxClientConcurrency clients
-// hold their whole share, another client's job starts at once. Beyond that,
-// queued jobs are not served in one FIFO across clients: a freed slot goes
-// to the client, among those with queued work and room in their share, that
-// runs the fewest jobs (ties: the oldest queued job), so a client that runs
-// nothing is next, ahead of the clients that fill their shares. The queue
-// share keeps one client from filling the queue, so that another one's job
-// is queued rather than refused. A single client can still use the whole
-// executor when its share is the whole (the default of ExecutorOptions,
-// which a stdio transport with its own executor keeps: it is its only
-// client).
+// Sharing is work-conserving (SPEC §5):
+//   - A client alone may use the whole executor: every slot, the whole
+//     queue, the whole byte budget. A job starts whenever a slot is free;
+//     no job ever waits while a slot is free.
+//   - Under contention a freed slot goes to the client with queued work that
+//     runs the fewest jobs (ties: the one whose oldest queued job was
+//     admitted first), so a newcomer that arrives while another client
+//     holds every slot is served at the next freed slot, never behind that
+//     client's whole queue; clients that keep work queued converge to equal
+//     numbers of running jobs.
+//   - A client's share keeps room only for the others that are waiting: a
+//     client at its queue share is refused more queue room while another
+//     client has a job queued, and one at its byte share is refused more
+//     bytes while another client holds bytes. With no share set (0: the
+//     whole) only the executor's limits refuse.
+//
+// Go cannot take a slot back from a running function, so a client that
+// holds every slot with slow work keeps it until its jobs return (or their
+// deadline passes): a newcomer waits for the first of them, one handler's
+// time at most. The queue is never over-admitted: a newcomer that finds the
+// whole queue full is refused like anyone else.
 //
 // Bytes are reserved against the budget and the share ahead of a job when
 // they are held before it exists (a body being read) or after it (an answer
@@ -72,6 +76,21 @@ func (c *ExecutorClient) Stats() ClientStats {
 	return ClientStats{Running: c.running, Queued: c.queue.len, InflightBytes: c.bytes}
 }
 
+// idleClients reports which of clients hold nothing (no job running or
+// queued, no byte), in one critical section: for a caller that holds a lock
+// of its own and must not take e.mu once per client under it.
+func (e *Executor) idleClients(clients []*ExecutorClient) map[*ExecutorClient]bool {
+	idle := make(map[*ExecutorClient]bool, len(clients))
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, c := range clients {
+		if c.running == 0 && c.queue.len == 0 && c.bytes == 0 {
+			idle[c] = true
+		}
+	}
+	return idle
+}
+
 // fitsLocked reports whether size more bytes of client c fit in the budget
 // and in c's share, own of the bytes in flight being those of the job or
 // reservation that grows (0 for a new one). Size 0 always fits; so does
@@ -82,8 +101,17 @@ func (e *Executor) fitsLocked(c *ExecutorClient, size, own int) bool {
 		return true
 	}
 	fitsBudget := e.bytes == own || size <= e.maxBytes-e.bytes
-	fitsShare := c.bytes == own || size <= e.maxClientBytes-c.bytes
+	othersHold := e.bytes > c.bytes
+	fitsShare := !othersHold || c.bytes == own || size <= e.maxClientBytes-c.bytes
 	return fitsBudget && fitsShare
+}
+
+// queueRoomLocked reports whether a job of client c may be queued: the
+// queue has room, and c holds fewer than its share of it or no other
+// client has a job queued.
+func (e *Executor) queueRoomLocked(c *ExecutorClient) bool {
+	othersWait := e.queued > c.queue.len
+	return e.queued < e.maxQueue && (c.queue.len < e.maxClientQueue || !othersWait)
 }
 
 // chargeLocked counts n more bytes of client c.
@@ -104,10 +132,12 @@ func (e *Executor) releaseJobBytesLocked(j *job) {
 }
 
 // updateReadyLocked puts c in e.ready, moves it there or takes it out, as
-// its queue and running count now say: it is ready when it has a queued job
-// and runs fewer than its share.
+// its queue and running count now say: it is ready when it has a queued
+// job. A client beyond its share of the slots is ready too: the rule is
+// work-conserving, and fewest-running-first already serves the clients
+// below their share before it.
 func (e *Executor) updateReadyLocked(c *ExecutorClient) {
-	ready := c.queue.len > 0 && c.running < e.maxClientConcurrency
+	ready := c.queue.len > 0
 	switch {
 	case ready && c.readyIndex < 0:
 		heap.Push(&e.ready, c)

@@ -132,19 +132,25 @@ type HTTPOptions struct {
 	MaxConcurrency   int
 	MaxQueue         int
 	MaxInflightBytes int
-	// A client's share of MaxConcurrency, MaxQueue and MaxInflightBytes
-	// (see ExecutorOptions): 0 means a quarter of each (rounded up),
-	// negative means the whole. Only for the executor the handler creates.
+	// A client's share of MaxConcurrency, MaxQueue and MaxInflightBytes,
+	// exactly as in ExecutorOptions: work-conserving, so a client alone may
+	// use the whole executor, and a share binds only while other clients
+	// wait. 0 (the default) means the whole limit; negative is invalid.
+	// Only for the executor the handler creates.
 	MaxClientConcurrency   int
 	MaxClientQueue         int
 	MaxClientInflightBytes int
 	// ClientKey names the client a POST belongs to, for its share of the
-	// executor; it is called before the body is read (e.g. to return an
-	// authenticated principal, or the address a trusted proxy forwarded).
-	// When it is nil or returns "", a POST belongs to the live session its
-	// Mcp-Session-Id names, else to its remote address (the IP: the
-	// stateless requests of one host share one client).
+	// executor; it is called before the body is read. When it is nil or
+	// returns "", a POST belongs to the principal it was authorized as
+	// (with Auth), else to the live session its Mcp-Session-Id names, else
+	// to its client address (ClientAddress: the stateless requests of one
+	// host share one client).
 	ClientKey func(r *http.Request) string
+	// TrustedProxies are the reverse proxies whose forwarded client address
+	// is believed (Forwarded, X-Forwarded-For; see ClientAddress). Empty
+	// (the default): none, and every request is its remote address.
+	TrustedProxies []netip.Prefix
 
 	// Logger receives diagnostics (default slog.Default()).
 	Logger *slog.Logger
@@ -180,6 +186,8 @@ func (o *HTTPOptions) normalize() error {
 		return fmt.Errorf("mcpstdio: HTTPOptions.ReadBodyTimeout must be positive, got %v", o.ReadBodyTimeout)
 	case o.Path != "" && !strings.HasPrefix(o.Path, "/"):
 		return fmt.Errorf("mcpstdio: HTTPOptions.Path must start with \"/\", got %q", o.Path)
+	case o.MaxClientConcurrency < 0 || o.MaxClientQueue < 0 || o.MaxClientInflightBytes < 0:
+		return errors.New("mcpstdio: HTTPOptions.MaxClientConcurrency, MaxClientQueue and MaxClientInflightBytes must not be negative (0 means the whole)")
 	case o.Executor != nil && (o.MaxConcurrency != 0 || o.MaxQueue != 0 || o.MaxInflightBytes != 0 ||
 		o.MaxClientConcurrency != 0 || o.MaxClientQueue != 0 || o.MaxClientInflightBytes != 0):
 		return errors.New("mcpstdio: HTTPOptions.MaxConcurrency, MaxQueue, MaxInflightBytes and the client shares apply only when the handler creates its executor")
@@ -191,6 +199,7 @@ func (o *HTTPOptions) normalize() error {
 	}
 	o.AllowedHosts = append([]string(nil), o.AllowedHosts...)
 	o.AllowedOrigins = append([]string(nil), o.AllowedOrigins...)
+	o.TrustedProxies = append([]netip.Prefix(nil), o.TrustedProxies...)
 	defaultTo(&o.Path, DefaultHTTPPath)
 	defaultTo(&o.MaxBodyBytes, DefaultMaxLineBytes)
 	defaultTo(&o.MaxSubscriptions, DefaultMaxSubscriptions)

@@ -2,10 +2,13 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -16,19 +19,23 @@ import (
 // A POST belongs to the client that its headers name, decided before its
 // body is read: HTTPOptions.ClientKey's answer when it gives one, else the
 // principal it was authorized as (whatever session it belongs to), else the
-// live session its Mcp-Session-Id names, else its remote address (the IP, without the port: the stateless requests
-// of one host share one client). Its body counts against the in-flight byte
-// budget and the client's share from before it is read (by Content-Length;
-// a chunked body as it arrives) until its answer is written or its stream
-// ends, because the message served holds it that long; a body that does not
-// fit is refused 503 unread.
+// live session its Mcp-Session-Id names, else its client address (see
+// ClientAddress: the stateless requests of one host share one client). Its
+// body counts against the in-flight byte budget and the client's share from
+// before it is read (by Content-Length; a chunked body as it arrives) until
+// its answer is written or its stream ends, because the message served
+// holds it that long; a body that does not fit is refused 503 (see
+// refuseUnread).
+//
+// The shares are work-conserving (SPEC §5, ExecutorOptions): a client alone
+// may use the whole executor; the shares bind only while other clients wait.
 
 // clientTable holds the executor clients of the handler's POSTs by name. An
 // entry lives while a POST uses it or its client still holds something (a
 // job whose function has not returned after its request ended), and after
 // that until a sweep finds it idle: a client that makes one call after
 // another keeps its entry rather than making one per call. Sweeps come as
-// the table grows (see sweepLocked), so idle entries are at most as many as
+// the table grows (see sweep), so idle entries are at most as many as
 // busy ones, or minClientSweep.
 type clientTable struct {
 	e *Executor // read-only after init
@@ -60,6 +67,9 @@ type clientEntry struct {
 	name   clientName      // read-only
 	client *ExecutorClient // read-only
 	users  int             // guarded by clientTable.mu
+	// acquired counts the calls of acquire that returned it; guarded by
+	// clientTable.mu. A sweep drops the entry only if it is unchanged.
+	acquired uint64
 }
 
 // minClientSweep is the table size below which entries are not swept.
@@ -73,16 +83,20 @@ func (t *clientTable) init(e *Executor) {
 // the caller calls release when its POST is served.
 func (t *clientTable) acquire(name clientName) *clientEntry {
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	en := t.byName[name]
+	if en == nil && len(t.byName) >= t.sweepAt {
+		t.mu.Unlock()
+		t.sweep()
+		t.mu.Lock()
+		en = t.byName[name]
+	}
 	if en == nil {
-		if len(t.byName) >= t.sweepAt {
-			t.sweepLocked()
-		}
 		en = &clientEntry{name: name, client: t.e.NewClient()}
 		t.byName[name] = en
 	}
 	en.users++
+	en.acquired++
+	t.mu.Unlock()
 	return en
 }
 
@@ -94,13 +108,35 @@ func (t *clientTable) release(en *clientEntry) {
 	en.users--
 }
 
-// sweepLocked drops the entries with no user whose client holds nothing, and
-// sets the next sweep at twice what remains: their number is bounded by the
-// jobs and reservations held, so the table stays proportional to the load.
-func (t *clientTable) sweepLocked() {
-	for name, en := range t.byName {
-		if en.users == 0 && en.client.Stats() == (ClientStats{}) {
-			delete(t.byName, name)
+// sweep drops the entries with no user whose client holds nothing, and sets
+// the next sweep at twice what remains: their number is bounded by the jobs
+// and reservations held, so the table stays proportional to the load. It
+// holds no lock of the table while it asks the executor (idleClients, one
+// call for all entries): the entries are listed under t.mu, the executor is
+// asked without it, and an entry is dropped only if it had no user since
+// it was listed (its acquired count unchanged), since the executor's answer
+// may be stale for one that had.
+func (t *clientTable) sweep() {
+	type candidate struct {
+		en       *clientEntry
+		acquired uint64
+	}
+	t.mu.Lock()
+	candidates := make([]candidate, 0, len(t.byName))
+	clients := make([]*ExecutorClient, 0, len(t.byName))
+	for _, en := range t.byName {
+		if en.users == 0 {
+			candidates = append(candidates, candidate{en, en.acquired})
+			clients = append(clients, en.client)
+		}
+	}
+	t.mu.Unlock()
+	idle := t.e.idleClients(clients)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, c := range candidates {
+		if en := c.en; en.users == 0 && en.acquired == c.acquired && idle[en.client] && t.byName[en.name] == en {
+			delete(t.byName, en.name)
 		}
 	}
 	t.sweepAt = max(2*len(t.byName), minClientSweep)
@@ -122,7 +158,7 @@ func (h *HTTPHandler) clientName(r *http.Request, s *httpSession) clientName {
 	if s != nil {
 		return sessionClientName(s.id)
 	}
-	return clientName{clientByAddr, hostWithoutPort(r.RemoteAddr)}
+	return clientName{clientByAddr, h.ClientAddress(r)}
 }
 
 // sessionClientName names the client of the session r's initialize creates
@@ -156,26 +192,22 @@ func (h *HTTPHandler) initSubmitterFor(sub *Submitter, msg *postedMessage) {
 }
 
 // executorOptions returns the options of the executor the handler creates:
-// its limits, and each client's share of them, a quarter unless set
-// (negative: the whole).
+// its limits, and each client's share of them (0: the whole, as for
+// ExecutorOptions).
 func (o *HTTPOptions) executorOptions() ExecutorOptions {
-	eo := ExecutorOptions{MaxConcurrency: o.MaxConcurrency, MaxQueue: o.MaxQueue, MaxInflightBytes: o.MaxInflightBytes}
-	limits := eo.limits()
-	eo.MaxClientConcurrency = httpClientShare(o.MaxClientConcurrency, limits.MaxConcurrency)
-	eo.MaxClientQueue = httpClientShare(o.MaxClientQueue, limits.MaxQueue)
-	eo.MaxClientInflightBytes = httpClientShare(o.MaxClientInflightBytes, limits.MaxInflightBytes)
-	return eo
+	return ExecutorOptions{MaxConcurrency: o.MaxConcurrency, MaxQueue: o.MaxQueue, MaxInflightBytes: o.MaxInflightBytes,
+		MaxClientConcurrency: o.MaxClientConcurrency, MaxClientQueue: o.MaxClientQueue, MaxClientInflightBytes: o.MaxClientInflightBytes}
 }
 
-// httpClientShare is the ExecutorOptions share for an HTTPOptions share of
-// limit: as set, a quarter of limit (rounded up) for 0, the whole (0) when
-// negative.
+// httpClientShare is a client's share of limit for an HTTPOptions field
+// that keeps its own rule (MaxClientSessions): as set, a quarter of limit
+// (rounded up) for 0, the whole when negative.
 func httpClientShare(share, limit int) int {
 	switch {
 	case share > 0:
 		return share
 	case share < 0:
-		return 0
+		return limit
 	}
 	return (limit + 3) / 4
 }
@@ -283,4 +315,120 @@ func refuseUnread(w http.ResponseWriter, err error) {
 	}
 	w.Header().Set("Connection", "close")
 	httpError(w, http.StatusServiceUnavailable, message)
+}
+
+// ClientAddress returns the address of the client that sent r, as the
+// handler counts it (the shares of stateless requests, MaxClientSessions)
+// and as telemetry and logs should report it (client.address): r's remote
+// IP, without the port. Only when that peer is one of
+// HTTPOptions.TrustedProxies does a forwarded address count: the hops of
+// the Forwarded header's for= parameters (RFC 7239) when r has that header,
+// else of X-Forwarded-For, read from the right, each believed only while
+// the hop that reported it is trusted; the result is the right-most hop
+// that is not a trusted proxy (the left-most when all are). A hop that is
+// not an IP address (unknown, an obfuscated name, garbage) ends the walk at
+// the trusted hop that reported it. A request from an untrusted peer is
+// its remote address, whatever it says of itself.
+//
+// With authorization on, the client of a request is its principal, not
+// this address (see HTTPOptions.ClientKey); the address is still what
+// client.address reports.
+func (h *HTTPHandler) ClientAddress(r *http.Request) string {
+	peer, ok := parseHostAddr(r.RemoteAddr)
+	if !ok {
+		return hostWithoutPort(r.RemoteAddr)
+	}
+	if len(h.opts.TrustedProxies) == 0 || !h.trusted(peer) {
+		return peer.String()
+	}
+	hops := forwardedHops(r.Header)
+	current := peer
+	for i := len(hops) - 1; i >= 0 && h.trusted(current); i-- {
+		hop, ok := parseHostAddr(hops[i])
+		if !ok {
+			break
+		}
+		current = hop
+	}
+	return current.String()
+}
+
+// trusted reports whether addr is in one of HTTPOptions.TrustedProxies.
+func (h *HTTPHandler) trusted(addr netip.Addr) bool {
+	for _, p := range h.opts.TrustedProxies {
+		if p.Contains(addr) {
+			return true
+		}
+	}
+	return false
+}
+
+// forwardedHops returns the addresses a request was forwarded for, left
+// (the original client) to right (the last proxy's peer): the for=
+// parameters of the Forwarded header when there is one, else the
+// comma-separated elements of X-Forwarded-For. Every line of the header
+// counts, in order. A Forwarded element without for= is a hop "" (not an
+// address).
+func forwardedHops(header http.Header) []string {
+	var hops []string
+	if lines := header.Values("Forwarded"); len(lines) > 0 {
+		for _, line := range lines {
+			for element := range strings.SplitSeq(line, ",") {
+				hop := ""
+				for pair := range strings.SplitSeq(element, ";") {
+					name, value, _ := strings.Cut(strings.TrimSpace(pair), "=")
+					if strings.EqualFold(name, "for") {
+						hop = strings.Trim(value, `"`)
+					}
+				}
+				hops = append(hops, hop)
+			}
+		}
+		return hops
+	}
+	for _, line := range header.Values("X-Forwarded-For") {
+		for hop := range strings.SplitSeq(line, ",") {
+			hops = append(hops, strings.TrimSpace(hop))
+		}
+	}
+	return hops
+}
+
+// parseHostAddr parses an IP address, with or without a port, an IPv6 one
+// in brackets or not (as RemoteAddr, X-Forwarded-For and Forwarded write
+// them); an IPv4-mapped IPv6 address is its IPv4 address. False when it is
+// not an address.
+func parseHostAddr(s string) (netip.Addr, bool) {
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		return ap.Addr().Unmap(), true
+	}
+	a, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(s, "["), "]"))
+	if err != nil || a.Zone() != "" {
+		return netip.Addr{}, false
+	}
+	return a.Unmap(), true
+}
+
+// ParseTrustedProxies parses a comma-separated list of CIDR prefixes or
+// single addresses (a /32 or /128), as the -http-trusted-proxies flag takes
+// it, for HTTPOptions.TrustedProxies. An empty string is no proxy.
+func ParseTrustedProxies(list string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for item := range strings.SplitSeq(list, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		if p, err := netip.ParsePrefix(item); err == nil {
+			out = append(out, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(item)
+		if err != nil {
+			return nil, fmt.Errorf("trusted proxy %q is neither a CIDR prefix nor an IP address", item)
+		}
+		a = a.Unmap()
+		out = append(out, netip.PrefixFrom(a, a.BitLen()))
+	}
+	return out, nil
 }

@@ -5,9 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -96,103 +100,184 @@ func (s *httpTestServer) goPost(c *http.Client, header map[string]string, body s
 	return answer
 }
 
-// One session whose elicitations go unanswered holds its share of the
-// workers, not all of them: another session is served at once, and the
-// greedy one's next request waits in its own queue.
-func TestHTTPSessionShareLeavesWorkersToOtherSessions(t *testing.T) {
-	s := newHTTPTestServer(t, nil, HTTPOptions{MaxConcurrency: 3, MaxClientConcurrency: 2, MaxClientQueue: 1})
-	greedy := s.legacySession(ProtocolVersion20251125, `{"elicitation":{}}`)
-	for _, id := range []string{"10", "11"} {
-		resp := s.post(greedy, `{"jsonrpc":"2.0","id":`+id+`,"method":"tools/call","params":{"name":"test_elicitation","arguments":{"message":"?"}}}`)
-		defer resp.Body.Close()
-		if got := newSSEReader(t, resp).nextMessage(); !strings.Contains(got, "elicitation/create") {
-			t.Fatalf("call %s: event %s, want its elicitation/create", id, got)
+// identityServer serves the hold tool with one worker, a queue of 8 and a
+// queue share of 1: a client alone may queue beyond its share, but not
+// while another client waits. So whether two requests belong to one client
+// shows: after a client's running and queued request, a request of the
+// second is queued; then the first client's next request is refused if the
+// two are different clients, and queued if they are one.
+func identityServer(t *testing.T, opts HTTPOptions) (*httpTestServer, *holdTool) {
+	opts.MaxConcurrency, opts.MaxQueue, opts.MaxClientQueue = 1, 8, 1
+	return newHoldServer(t, opts)
+}
+
+// sameClient reports whether requests sent with first and second (their
+// client and headers) are counted as one client, as identityServer says.
+func sameClient(t *testing.T, s *httpTestServer, hold *holdTool, first, second func(id string) <-chan string) bool {
+	t.Helper()
+	answers := []<-chan string{first("a0")}
+	if got := <-hold.started; got != "a0" {
+		t.Fatalf("started %q", got)
+	}
+	answers = append(answers, first("a1"))
+	eventually(t, "the first client's second request queueing", func() bool { return s.h.executor.Stats().Queued == 1 })
+	answers = append(answers, second("b0"))
+	eventually(t, "the second client's request queueing", func() bool { return s.h.executor.Stats().Queued == 2 })
+	third := first("a2")
+	stop := make(chan struct{})
+	defer close(stop)
+	var same bool
+	select {
+	case got := <-third:
+		if !strings.Contains(got, errCapacity.Message) {
+			t.Fatalf("the first client's third request: %s, want it refused or queued", got)
 		}
-	}
-	queued := s.goPost(http.DefaultClient, greedy, `{"jsonrpc":"2.0","id":12,"method":"tools/list"}`)
-	eventually(t, "the greedy session's third request queueing", func() bool { return s.h.executor.Stats().Queued == 1 })
-	resp := s.post(greedy, `{"jsonrpc":"2.0","id":13,"method":"tools/list"}`)
-	if body := readBody(t, resp); !strings.Contains(body, errCapacity.Message) {
-		t.Fatalf("beyond the session's queue share: %d %s, want %q", resp.StatusCode, body, errCapacity.Message)
-	}
-
-	// A worker is free for everyone else: this initialize and tools/list
-	// would wait behind the greedy session's queued request without shares.
-	ctx, cancel := context.WithTimeout(context.Background(), failAfter)
-	defer cancel()
-	resp, err := s.postWith(ctx, http.DefaultClient, nil, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
-	if err != nil {
-		t.Fatalf("another client's initialize: %v", err)
-	}
-	readBody(t, resp)
-	other := map[string]string{headerSessionID: resp.Header.Get(headerSessionID)}
-	resp, err = s.postWith(ctx, http.DefaultClient, other, strings.NewReader(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`))
-	if err != nil {
-		t.Fatalf("the other session's tools/list: %v", err)
-	}
-	if body := readBody(t, resp); !strings.Contains(body, `"name":"echo"`) {
-		t.Fatalf("the other session's tools/list: %d %s", resp.StatusCode, body)
-	}
-
-	resp = s.do(context.Background(), http.MethodDelete, greedy, "") // cancels its requests
-	readBody(t, resp)
-	<-queued
-}
-
-// Stateless requests belong to their remote address: one host that fills
-// its share is refused more, while another host is served.
-func TestHTTPStatelessClientIsTheRemoteAddress(t *testing.T) {
-	s, hold := newHoldServer(t, HTTPOptions{MaxConcurrency: 2, MaxQueue: -1, MaxClientConcurrency: 1})
-	header := stateless("tools/call", "hold")
-	first := s.goPost(http.DefaultClient, header, holdCall("a", 0))
-	if got := <-hold.started; got != "a" {
-		t.Fatalf("started %q", got)
-	}
-	resp := s.post(header, holdCall("b", 0))
-	if body := readBody(t, resp); resp.StatusCode != http.StatusInternalServerError || !strings.Contains(body, errCapacity.Message) {
-		t.Fatalf("a second request of the same host: %d %s, want 500 and %q", resp.StatusCode, body, errCapacity.Message)
-	}
-	resp, err := s.postWith(context.Background(), clientFrom(t, "127.0.0.2"), stateless("tools/call", "echo"),
-		strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"from .2"},`+meta2026+`}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if body := readBody(t, resp); !strings.Contains(body, "from .2") {
-		t.Fatalf("another host: %d %s", resp.StatusCode, body)
+	case <-waitQueued(s, 3, stop):
+		same = true
+		answers = append(answers, third)
 	}
 	close(hold.release)
-	if got := <-first; !strings.Contains(got, "held a") {
-		t.Fatalf("first request: %s", got)
-	}
-}
-
-// ClientKey groups requests across sessions: two sessions of one principal
-// (as their initialize named it) share one share, and another principal's
-// request starts at once.
-func TestHTTPClientKeyGroupsSessions(t *testing.T) {
-	s, hold := newHoldServer(t, HTTPOptions{MaxConcurrency: 3, MaxClientConcurrency: 1,
-		ClientKey: func(r *http.Request) string { return r.Header.Get("X-Principal") }})
-	a := s.legacySessionWith(ProtocolVersion20251125, `{}`, map[string]string{"X-Principal": "p"})
-	b := s.legacySessionWith(ProtocolVersion20251125, `{}`, map[string]string{"X-Principal": "p"})
-	c := s.legacySessionWith(ProtocolVersion20251125, `{}`, map[string]string{"X-Principal": "q"})
-	call := func(id string) string {
-		return `{"jsonrpc":"2.0","id":"` + id + `","method":"tools/call","params":{"name":"hold","arguments":{"id":"` + id + `"}}}`
-	}
-	first := s.goPost(http.DefaultClient, a, call("a"))
-	if got := <-hold.started; got != "a" {
-		t.Fatalf("started %q", got)
-	}
-	second := s.goPost(http.DefaultClient, b, call("b"))
-	eventually(t, "the same principal's request in another session queueing", func() bool { return s.h.executor.Stats().Queued == 1 })
-	third := s.goPost(http.DefaultClient, c, call("c"))
-	if got := <-hold.started; got != "c" {
-		t.Fatalf("started %q, want c: another principal's request", got)
-	}
-	close(hold.release)
-	for _, answer := range []<-chan string{first, second, third} {
+	for _, answer := range answers {
 		if got := <-answer; !strings.Contains(got, `"held `) {
 			t.Fatalf("answer %s", got)
 		}
+	}
+	return same
+}
+
+// waitQueued returns a channel closed once n requests are queued; it stops
+// looking when stop is closed.
+func waitQueued(s *httpTestServer, n int, stop <-chan struct{}) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		for s.h.executor.Stats().Queued < n {
+			select {
+			case <-stop:
+				return
+			default:
+				runtime.Gosched()
+			}
+		}
+		close(done)
+	}()
+	return done
+}
+
+// Who a request's client is: the remote address, a forwarded address only
+// from a trusted proxy, ClientKey's answer across sessions.
+func TestHTTPClientIdentity(t *testing.T) {
+	statelessFrom := func(s *httpTestServer, c *http.Client, header map[string]string) func(string) <-chan string {
+		return func(id string) <-chan string {
+			h := stateless("tools/call", "hold")
+			maps.Copy(h, header)
+			return s.goPost(c, h, holdCall(id, 0))
+		}
+	}
+	local := http.DefaultClient
+	loopback := netip.MustParsePrefix("127.0.0.0/8")
+	tests := []struct {
+		name string
+		opts HTTPOptions
+		same bool
+		// first and second: the client and headers of each side.
+		firstFrom, secondFrom     string
+		firstHeader, secondHeader map[string]string
+	}{
+		{name: "one host is one client", same: true, firstFrom: "127.0.0.1", secondFrom: "127.0.0.1"},
+		{name: "two hosts are two clients", firstFrom: "127.0.0.1", secondFrom: "127.0.0.2"},
+		{name: "an untrusted peer's X-Forwarded-For is ignored", same: true, firstFrom: "127.0.0.1", secondFrom: "127.0.0.1",
+			secondHeader: map[string]string{"X-Forwarded-For": "203.0.113.7"}},
+		{name: "an untrusted peer's Forwarded is ignored", same: true, firstFrom: "127.0.0.1", secondFrom: "127.0.0.1",
+			secondHeader: map[string]string{"Forwarded": "for=203.0.113.7"}},
+		{name: "a trusted proxy's X-Forwarded-For names the client", opts: HTTPOptions{TrustedProxies: []netip.Prefix{loopback}},
+			firstFrom: "127.0.0.1", secondFrom: "127.0.0.1",
+			firstHeader: map[string]string{"X-Forwarded-For": "203.0.113.1"}, secondHeader: map[string]string{"X-Forwarded-For": "203.0.113.2"}},
+		{name: "a trusted proxy's Forwarded names the client", opts: HTTPOptions{TrustedProxies: []netip.Prefix{loopback}},
+			firstFrom: "127.0.0.1", secondFrom: "127.0.0.1",
+			firstHeader: map[string]string{"Forwarded": `for="[2001:db8::1]:4711"`}, secondHeader: map[string]string{"Forwarded": "for=203.0.113.2;proto=http"}},
+		{name: "behind a trusted proxy, the right-most untrusted hop counts, not what the client claims", same: true,
+			opts:      HTTPOptions{TrustedProxies: []netip.Prefix{loopback}},
+			firstFrom: "127.0.0.1", secondFrom: "127.0.0.1",
+			firstHeader: map[string]string{"X-Forwarded-For": "198.51.100.1, 203.0.113.9"}, secondHeader: map[string]string{"X-Forwarded-For": "198.51.100.2, 203.0.113.9"}},
+		{name: "ClientKey groups requests whatever their address", same: true,
+			opts:      HTTPOptions{ClientKey: func(r *http.Request) string { return r.Header.Get("X-Principal") }},
+			firstFrom: "127.0.0.1", secondFrom: "127.0.0.2",
+			firstHeader: map[string]string{"X-Principal": "p"}, secondHeader: map[string]string{"X-Principal": "p"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, hold := identityServer(t, tt.opts)
+			from := func(ip string) *http.Client {
+				if ip == "127.0.0.1" {
+					return local
+				}
+				return clientFrom(t, ip)
+			}
+			got := sameClient(t, s, hold, statelessFrom(s, from(tt.firstFrom), tt.firstHeader), statelessFrom(s, from(tt.secondFrom), tt.secondHeader))
+			if got != tt.same {
+				t.Fatalf("one client: %v, want %v", got, tt.same)
+			}
+		})
+	}
+}
+
+// ClientAddress, the client.address of telemetry and logs, for each way a
+// request can name its client.
+func TestHTTPClientAddress(t *testing.T) {
+	trusted := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("::1/128")}
+	tests := []struct {
+		name, remote string
+		trusted      []netip.Prefix
+		header       http.Header
+		want         string
+	}{
+		{"remote address", "192.0.2.1:5000", nil, nil, "192.0.2.1"},
+		{"IPv6 remote address", "[2001:db8::5]:5000", nil, nil, "2001:db8::5"},
+		{"IPv4-mapped remote address", "[::ffff:192.0.2.1]:5000", nil, nil, "192.0.2.1"},
+		{"untrusted peer's header ignored", "192.0.2.1:5000", trusted, http.Header{"X-Forwarded-For": {"203.0.113.1"}}, "192.0.2.1"},
+		{"no proxy configured", "10.0.0.1:5000", nil, http.Header{"X-Forwarded-For": {"203.0.113.1"}}, "10.0.0.1"},
+		{"trusted peer", "10.0.0.1:5000", trusted, http.Header{"X-Forwarded-For": {"203.0.113.1"}}, "203.0.113.1"},
+		{"trusted peer without header", "10.0.0.1:5000", trusted, nil, "10.0.0.1"},
+		{"chain of trusted proxies", "10.0.0.1:5000", trusted, http.Header{"X-Forwarded-For": {"198.51.100.9, 203.0.113.1, 10.0.0.7"}}, "203.0.113.1"},
+		{"several header lines", "10.0.0.1:5000", trusted, http.Header{"X-Forwarded-For": {"198.51.100.9", "203.0.113.1"}}, "203.0.113.1"},
+		{"all hops trusted", "10.0.0.1:5000", trusted, http.Header{"X-Forwarded-For": {"10.0.0.3, 10.0.0.2"}}, "10.0.0.3"},
+		{"garbage hop ends the walk at the proxy that reported it", "10.0.0.1:5000", trusted, http.Header{"X-Forwarded-For": {"203.0.113.1, nonsense"}}, "10.0.0.1"},
+		{"Forwarded wins over X-Forwarded-For", "10.0.0.1:5000", trusted, http.Header{"Forwarded": {`for=198.51.100.1;proto=https, for="10.0.0.9:80"`}, "X-Forwarded-For": {"203.0.113.1"}}, "198.51.100.1"},
+		{"Forwarded IPv6 with port", "[::1]:5000", trusted, http.Header{"Forwarded": {`for="[2001:db8::7]:4711"`}}, "2001:db8::7"},
+		{"Forwarded obfuscated", "10.0.0.1:5000", trusted, http.Header{"Forwarded": {"for=_hidden"}}, "10.0.0.1"},
+		{"Forwarded unknown", "10.0.0.1:5000", trusted, http.Header{"Forwarded": {"for=unknown"}}, "10.0.0.1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h, err := NewHTTPHandler(newHTTPCatalogRuntime(t), HTTPOptions{TrustedProxies: tt.trusted})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer h.Close()
+			r := httptest.NewRequest(http.MethodPost, "/mcp", nil)
+			r.RemoteAddr = tt.remote
+			if tt.header != nil {
+				r.Header = tt.header
+			}
+			if got := h.ClientAddress(r); got != tt.want {
+				t.Fatalf("ClientAddress = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// The -http-trusted-proxies list: prefixes and single addresses.
+func TestParseTrustedProxies(t *testing.T) {
+	got, err := ParseTrustedProxies(" 10.1.2.3/8, 192.0.2.7 ,::1,")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("192.0.2.7/32"), netip.MustParsePrefix("::1/128")}
+	if !slices.Equal(got, want) {
+		t.Fatalf("ParseTrustedProxies = %v, want %v", got, want)
+	}
+	if _, err := ParseTrustedProxies("10.0.0.0/8,proxy.example"); err == nil || !strings.Contains(err.Error(), `"proxy.example"`) {
+		t.Fatalf("a name: err = %v, want one naming it", err)
 	}
 }
 
@@ -207,14 +292,19 @@ func TestHTTPBodyCountedBeforeItIsRead(t *testing.T) {
 		opts HTTPOptions
 		size int64
 	}{
-		{"beyond the budget", HTTPOptions{MaxInflightBytes: 1000, MaxClientInflightBytes: -1, ReadBodyTimeout: failAfter}, 900},
-		{"beyond the client's share", HTTPOptions{MaxClientInflightBytes: 500, ReadBodyTimeout: failAfter}, 400},
+		{"beyond the budget", HTTPOptions{MaxInflightBytes: 1000, ReadBodyTimeout: failAfter}, 900},
+		{"beyond the client's share while another client holds bytes", HTTPOptions{MaxClientInflightBytes: 500, ReadBodyTimeout: failAfter}, 400},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			s, hold := newHoldServer(t, tc.opts)
 			held := s.goPost(http.DefaultClient, stateless("tools/call", "hold"), holdCall("a", 200))
 			<-hold.started
+			if tc.opts.MaxClientInflightBytes > 0 { // the share binds only while another client holds bytes
+				other := s.goPost(clientFrom(t, "127.0.0.3"), stateless("tools/call", "hold"), holdCall("o", 0))
+				<-hold.started
+				defer func() { <-other }()
+			}
 			never, unwritten := io.Pipe()
 			defer unwritten.Close()
 			req, _ := http.NewRequest(http.MethodPost, s.url, never)
@@ -244,7 +334,7 @@ func TestHTTPBodyCountedBeforeItIsRead(t *testing.T) {
 	}
 
 	t.Run("chunked", func(t *testing.T) {
-		s, hold := newHoldServer(t, HTTPOptions{MaxInflightBytes: 200_000, MaxClientInflightBytes: -1})
+		s, hold := newHoldServer(t, HTTPOptions{MaxInflightBytes: 200_000})
 		held := s.goPost(http.DefaultClient, stateless("tools/call", "hold"), holdCall("a", 100_000))
 		<-hold.started
 		held0 := s.h.executor.Stats().InflightBytes

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // Connection-level bounds of the HTTP transport: how many connections are
@@ -27,7 +30,10 @@ const (
 // default.
 type HTTPListenerOptions struct {
 	// MaxConnections bounds the connections open at once (default 1024).
-	// Beyond it Accept waits until one of them closes: new connections
+	// At the bound, a new connection is accepted and the keep-alive
+	// connection that has been idle longest (between two requests, as
+	// ConnState reports it) is closed to make room for it; when none is
+	// idle, Accept waits until one closes or goes idle: new connections
 	// wait in the operating system's backlog (and are refused by it once
 	// that is full), while those being served are unaffected.
 	MaxConnections int
@@ -52,12 +58,22 @@ type HTTPListenerOptions struct {
 // in strings, unless a chunk boundary falls just before each) ends its own
 // connection the same way.
 //
+// Install its ConnState on the http.Server (with the handler's, see
+// HTTPHandler.ConnState) so that it knows which connections are idle; without
+// it, a connection at the bound waits for one to close.
+//
 // Its methods are safe for concurrent use.
 type HTTPListener struct {
 	net.Listener
 	slots chan struct{} // one element per open connection; its capacity is MaxConnections
 	done  chan struct{} // closed by Close
 	once  sync.Once
+
+	mu    sync.Mutex
+	conns map[*guardedConn]struct{} // accepted and not closed; guarded by mu
+	// wentIdle has room for one signal, sent when a connection goes idle,
+	// for an Accept waiting at the bound.
+	wentIdle chan struct{}
 }
 
 // NewHTTPListener wraps inner. An invalid option is an error naming it.
@@ -66,24 +82,97 @@ func NewHTTPListener(inner net.Listener, opts HTTPListenerOptions) (*HTTPListene
 		return nil, fmt.Errorf("mcpstdio: HTTPListenerOptions.MaxConnections must be positive, got %d", opts.MaxConnections)
 	}
 	defaultTo(&opts.MaxConnections, DefaultMaxConnections)
-	return &HTTPListener{Listener: inner, slots: make(chan struct{}, opts.MaxConnections), done: make(chan struct{})}, nil
+	return &HTTPListener{Listener: inner, slots: make(chan struct{}, opts.MaxConnections), done: make(chan struct{}),
+		conns: make(map[*guardedConn]struct{}), wentIdle: make(chan struct{}, 1)}, nil
 }
 
-// Accept waits until fewer than MaxConnections connections are open, then
-// accepts the next one. After Close it returns net.ErrClosed, also while
-// it waits.
+// Accept accepts the next connection. Below MaxConnections it returns it at
+// once. At the bound it accepts it all the same (else it would wait in the
+// backlog), then closes the longest-idle keep-alive connection to make room
+// for it, or waits until one goes idle or closes. After Close it returns
+// net.ErrClosed, also while it waits.
 func (l *HTTPListener) Accept() (net.Conn, error) {
 	select {
-	case l.slots <- struct{}{}:
 	case <-l.done:
 		return nil, net.ErrClosed
+	case l.slots <- struct{}{}:
+		c, err := l.Listener.Accept()
+		if err != nil {
+			<-l.slots
+			return nil, err
+		}
+		return l.guard(c), nil
+	default:
 	}
 	c, err := l.Listener.Accept()
 	if err != nil {
-		<-l.slots
 		return nil, err
 	}
-	return &guardedConn{Conn: c, slots: l.slots}, nil
+	for {
+		select {
+		case l.slots <- struct{}{}: // one closed meanwhile: nothing to shed
+			return l.guard(c), nil
+		default:
+		}
+		l.shedIdle()
+		select {
+		case l.slots <- struct{}{}:
+			return l.guard(c), nil
+		case <-l.wentIdle:
+		case <-l.done:
+			c.Close()
+			return nil, net.ErrClosed
+		}
+	}
+}
+
+// guard wraps c, which holds a slot, and registers it.
+func (l *HTTPListener) guard(c net.Conn) *guardedConn {
+	gc := &guardedConn{Conn: c, l: l}
+	l.mu.Lock()
+	l.conns[gc] = struct{}{}
+	l.mu.Unlock()
+	return gc
+}
+
+// shedIdle closes the connection that has been idle longest, if any; its
+// Close frees its slot. It scans the open connections: it runs only at the
+// bound, so that a request costs no lock here.
+func (l *HTTPListener) shedIdle() {
+	l.mu.Lock()
+	var oldest *guardedConn
+	var since int64
+	for c := range l.conns {
+		if t := c.idleSince.Load(); t != 0 && (oldest == nil || t < since) {
+			oldest, since = c, t
+		}
+	}
+	l.mu.Unlock()
+	if oldest != nil {
+		oldest.Close()
+	}
+}
+
+// ConnState records which of the listener's connections are idle between
+// two requests, the ones Accept closes first at MaxConnections. Install it
+// as (or call it from) the http.Server's ConnState hook. Connections it did
+// not accept (another listener's, or wrapped by TLS) are ignored.
+func (l *HTTPListener) ConnState(c net.Conn, state http.ConnState) {
+	gc, ok := c.(*guardedConn)
+	if !ok || gc.l != l {
+		return
+	}
+	if state != http.StateIdle {
+		gc.idleSince.Store(0)
+		return
+	}
+	gc.idleSince.Store(time.Now().UnixNano())
+	if len(l.slots) == cap(l.slots) { // an Accept may be waiting for this
+		select {
+		case l.wentIdle <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // Close stops accepting: it closes the inner listener and ends the waits of
@@ -108,7 +197,10 @@ var errAmbiguousFraming = errors.New("mcpstdio: a request carries both Content-L
 // its reads fail at a request with both framing headers.
 type guardedConn struct {
 	net.Conn
-	slots     chan struct{}
+	l *HTTPListener
+	// idleSince is when the connection last went idle between two
+	// requests (UnixNano), 0 while it is not idle; see ConnState.
+	idleSince atomic.Int64
 	closeOnce sync.Once
 	scan      framingScan // used by Read only: net/http reads a connection on one goroutine at a time
 }
@@ -129,8 +221,15 @@ func (c *guardedConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// Close closes the connection and frees its slot, once.
 func (c *guardedConn) Close() error {
-	c.closeOnce.Do(func() { <-c.slots })
+	c.closeOnce.Do(func() {
+		c.idleSince.Store(0)
+		c.l.mu.Lock()
+		delete(c.l.conns, c)
+		c.l.mu.Unlock()
+		<-c.l.slots
+	})
 	return c.Conn.Close()
 }
 

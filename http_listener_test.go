@@ -174,9 +174,9 @@ func lastPieceStart(input string, lineStart, step int) int {
 	return end / step * step
 }
 
-// The listener accepts MaxConnections connections; the next one waits,
-// untaken from the inner listener, until one of them closes, and Close ends
-// the wait.
+// The listener serves MaxConnections connections; the next one is taken
+// from the inner listener but waits, unserved, until one of them closes (none
+// is idle), and Close ends the wait.
 func TestHTTPListenerBoundsOpenConnections(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		inner := &chanListener{conns: make(chan net.Conn, 4), closed: make(chan struct{})}
@@ -207,8 +207,8 @@ func TestHTTPListenerBoundsOpenConnections(t *testing.T) {
 			accepted <- c
 		}()
 		synctest.Wait()
-		if len(inner.conns) != 2 || ln.Open() != 2 {
-			t.Fatalf("with 2 open: %d connections taken from the inner listener, %d open; want 2 and 2", 4-len(inner.conns), ln.Open())
+		if len(inner.conns) != 1 || ln.Open() != 2 {
+			t.Fatalf("with 2 open: %d connections taken from the inner listener, %d open; want 3 and 2", 4-len(inner.conns), ln.Open())
 		}
 		select {
 		case <-accepted:
@@ -238,6 +238,73 @@ func TestHTTPListenerBoundsOpenConnections(t *testing.T) {
 		<-accepted
 		second.Close()
 		third.Close()
+		for _, c := range ends {
+			c.Close()
+		}
+	})
+}
+
+// At the bound, a new connection is served at once by closing the
+// connection idle longest between two requests (as ConnState reports it);
+// an active one, or one that went back to active, is never closed for it.
+func TestHTTPListenerShedsTheLongestIdleConnection(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		inner := &chanListener{conns: make(chan net.Conn, 8), closed: make(chan struct{})}
+		var ends []net.Conn
+		for range 5 {
+			server, client := net.Pipe()
+			inner.conns <- server
+			ends = append(ends, client)
+		}
+		ln, err := NewHTTPListener(inner, HTTPListenerOptions{MaxConnections: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var open []net.Conn
+		for range 3 {
+			c, err := ln.Accept()
+			if err != nil {
+				t.Fatal(err)
+			}
+			open = append(open, c)
+		}
+		ln.ConnState(open[1], http.StateIdle) // idle longest
+		time.Sleep(time.Second)               // the bubble's clock: orders the two idle times
+		ln.ConnState(open[2], http.StateIdle)
+		ln.ConnState(open[0], http.StateActive)
+		fourth, err := ln.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ends[1].Read(make([]byte, 1)); err != io.EOF {
+			t.Fatalf("the connection idle longest: read %v, want EOF (closed)", err)
+		}
+		if ln.Open() != 3 {
+			t.Fatalf("%d open, want 3", ln.Open())
+		}
+		// The other idle one went active again: nothing is idle, so the
+		// fifth waits until a connection goes idle, which is then shed.
+		ln.ConnState(open[2], http.StateActive)
+		accepted := make(chan net.Conn)
+		go func() {
+			c, _ := ln.Accept()
+			accepted <- c
+		}()
+		synctest.Wait()
+		select {
+		case <-accepted:
+			t.Fatal("a connection was accepted with none idle")
+		default:
+		}
+		ln.ConnState(fourth, http.StateIdle)
+		fifth := <-accepted
+		if _, err := ends[3].Read(make([]byte, 1)); err != io.EOF {
+			t.Fatalf("the connection that went idle: read %v, want EOF (closed)", err)
+		}
+		for _, c := range append(open, fifth) {
+			c.Close()
+		}
+		ln.Close()
 		for _, c := range ends {
 			c.Close()
 		}

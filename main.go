@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"os"
 	"os/signal"
 	"runtime"
@@ -51,8 +52,10 @@ type config struct {
 	auth                                      authFlags   // main_auth.go
 	tasks                                     TaskOptions // the tasks extension's bounds
 	maxConnections, maxHeaderBytes            int
-	// Each client's share of the executor with -http; 0: a quarter.
+	// Each client's share of the executor with -http (0: the whole,
+	// work-conserving), and of the sessions (0: a quarter).
 	maxClientConcurrency, maxClientQueue, maxClientInflightBytes, maxClientSessions int
+	trustedProxies                                                                  []netip.Prefix // -http-trusted-proxies
 }
 
 // parseFlags parses args; the error has been reported on stderr already.
@@ -90,11 +93,16 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.tasks.TTL, "task-ttl", DefaultTaskTTL, "how long a task is kept from its creation (ttlMs); its work is cancelled then")
 	fs.DurationVar(&c.tasks.PollInterval, "task-poll-interval", DefaultTaskPollInterval, "the pollIntervalMs suggested to clients; faster tasks/get polls are refused beyond -task-poll-burst")
 	fs.IntVar(&c.tasks.PollBurst, "task-poll-burst", DefaultTaskPollBurst, "tasks/get polls of one task answered in a row faster than -task-poll-interval")
-	fs.IntVar(&c.maxConnections, "http-max-connections", DefaultMaxConnections, "with -http, connections served at once; more wait to be accepted")
+	fs.IntVar(&c.maxConnections, "http-max-connections", DefaultMaxConnections, "with -http, connections served at once; at the cap the longest-idle keep-alive connection is closed for a new one, else it waits to be accepted")
 	fs.IntVar(&c.maxHeaderBytes, "http-max-header-bytes", DefaultMaxHeaderBytes, "with -http, limit of a request's header lines (431 beyond)")
-	fs.IntVar(&c.maxClientConcurrency, "max-client-concurrency", 0, "with -http, requests one client (a session, or the stateless requests of one address) may run at once (0: a quarter of -max-concurrency)")
-	fs.IntVar(&c.maxClientQueue, "max-client-queue", 0, "with -http, requests one client may have waiting (0: a quarter of -max-queue)")
-	fs.IntVar(&c.maxClientInflightBytes, "max-client-inflight-bytes", 0, "with -http, bytes of the bodies one client may have in flight (0: a quarter of -max-inflight-bytes)")
+	fs.IntVar(&c.maxClientConcurrency, "max-client-concurrency", 0, "with -http, requests one client (a principal, a session, or the stateless requests of one address) runs at once while others wait for a worker; alone it may use every worker (0: all of -max-concurrency)")
+	fs.IntVar(&c.maxClientQueue, "max-client-queue", 0, "with -http, requests one client may queue while another client has one queued; alone it may fill the queue (0: all of -max-queue)")
+	fs.IntVar(&c.maxClientInflightBytes, "max-client-inflight-bytes", 0, "with -http, bytes one client may hold while another client holds some; alone it may use the whole budget (0: all of -max-inflight-bytes)")
+	fs.Func("http-trusted-proxies", "with -http, comma-separated CIDR prefixes (or addresses) of the reverse proxies whose Forwarded / X-Forwarded-For client address is believed (default none)", func(v string) error {
+		p, err := ParseTrustedProxies(v)
+		c.trustedProxies = p
+		return err
+	})
 	fs.IntVar(&c.maxClientSessions, "max-client-sessions", 0, "with -http, live sessions one client may have created (0: a quarter of the 1024 sessions)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -135,7 +143,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	for name, v := range map[string]int{"-max-client-concurrency": c.maxClientConcurrency, "-max-client-queue": c.maxClientQueue, "-max-client-inflight-bytes": c.maxClientInflightBytes, "-max-client-sessions": c.maxClientSessions} {
 		if v < 0 {
-			return fail("%s must not be negative (0: a quarter), got %d", name, v)
+			return fail("%s must not be negative, got %d", name, v)
 		}
 	}
 	if c.writeTimeout <= 0 {

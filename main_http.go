@@ -59,7 +59,7 @@ func serveHTTP(c config, rt *Runtime, logger *slog.Logger, stderr io.Writer) int
 		MaxConcurrency:   c.maxConcurrency,
 		MaxQueue:         c.maxQueue,
 		MaxInflightBytes: c.maxInflightBytes,
-		// Each client's share; 0 is a quarter, as the flags mean it.
+		// Each client's share; 0 is the whole, as the flags mean it.
 		MaxClientConcurrency:   c.maxClientConcurrency,
 		MaxClientQueue:         c.maxClientQueue,
 		MaxClientInflightBytes: c.maxClientInflightBytes,
@@ -70,6 +70,7 @@ func serveHTTP(c config, rt *Runtime, logger *slog.Logger, stderr io.Writer) int
 		AllowedOrigins:         c.allowedOrigins,
 		Logger:                 logger,
 		Auth:                   auth,
+		TrustedProxies:         c.trustedProxies,
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, err)
@@ -103,7 +104,10 @@ func serveHTTP(c config, rt *Runtime, logger *slog.Logger, stderr io.Writer) int
 		MaxHeaderBytes:    c.maxHeaderBytes, // 431 beyond
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-		ConnState:         h.ConnState,
+		ConnState: func(c net.Conn, state http.ConnState) {
+			h.ConnState(c, state)  // for the drain: connections never used
+			ln.ConnState(c, state) // for the connection bound: idle ones are shed first
+		},
 	}
 	setMemoryLimit(memoryLimit(c), logger)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
