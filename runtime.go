@@ -121,6 +121,8 @@ type Runtime struct {
 	watchers changeWatchers
 
 	tasks *taskManager // set by NewRuntime
+
+	features features // what features registered (runtime_features.go)
 }
 
 var _ fastPathDispatcher = (*Runtime)(nil)
@@ -305,6 +307,9 @@ func (rt *Runtime) serveCatalog(ctx context.Context, c *methodCall) Reply {
 		return rt.complete(ctx, c)
 	case methodTasksGet, methodTasksUpdate, methodTasksCancel:
 		return rt.serveTasks(ctx, c)
+	}
+	if h := rt.featureMethodFor(c.req.Method); h != nil {
+		return h(ctx, c)
 	}
 	return Reply{Error: methodNotFound(c.req.Method)}
 }
@@ -588,9 +593,10 @@ type serverCapabilities struct {
 	Prompts     *listCapability `json:"prompts,omitempty"`
 	Resources   *listCapability `json:"resources,omitempty"`
 	Tools       *listCapability `json:"tools,omitempty"`
-	// Extensions lists the extensions served: the tasks extension while a
-	// tool declares task support.
-	Extensions map[string]struct{} `json:"extensions,omitempty"`
+	// Extensions lists the extensions served, each with its settings
+	// object: the tasks extension while a tool declares task support, and
+	// those features declare (runtime_features.go).
+	Extensions map[string]json.RawMessage `json:"extensions,omitempty"`
 }
 
 type listCapability struct {
@@ -618,8 +624,12 @@ func (rt *Runtime) capabilities() serverCapabilities {
 	if len(rt.cat.tools.list) > 0 {
 		caps.Tools = &listCapability{ListChanged: rt.listChanged[listTools]}
 	}
+	caps.Extensions = rt.declaredExtensions()
 	if rt.cat.taskTools > 0 {
-		caps.Extensions = map[string]struct{}{TasksExtension: {}}
+		if caps.Extensions == nil {
+			caps.Extensions = map[string]json.RawMessage{}
+		}
+		caps.Extensions[TasksExtension] = json.RawMessage(`{}`)
 	}
 	return caps
 }
