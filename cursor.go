@@ -10,7 +10,7 @@ import (
 )
 
 // listKind names one paginated list of the catalog. A cursor is only valid
-// for the list it was issued for.
+// for the list it was issued for. Features number their lists from 64.
 type listKind byte
 
 const (

@@ -51,6 +51,7 @@ type config struct {
 	pageSize                                  int
 	auth                                      authFlags   // main_auth.go
 	tasks                                     TaskOptions // the tasks extension's bounds
+	skills                                    skillsFlags // main_skills.go
 	maxConnections, maxHeaderBytes            int
 	// Each client's share of the executor with -http (0: the whole,
 	// work-conserving), and of the sessions (0: a quarter).
@@ -86,6 +87,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&origins, "http-allowed-origins", "", "with -http, comma-separated Origin values (scheme://host[:port]) accepted besides loopback origins")
 	fs.DurationVar(&c.keepAlive, "http-keep-alive", DefaultKeepAlive, "with -http, period of keep-alive comments on long-lived SSE streams")
 	c.auth.register(fs)
+	c.skills.register(fs)
 	fs.IntVar(&c.tasks.MaxTasks, "max-tasks", DefaultMaxTasks, "tasks kept at once, running or finished (the tasks extension)")
 	fs.IntVar(&c.tasks.MaxTasksPerOwner, "max-tasks-per-owner", DefaultMaxTasksPerOwner, "tasks kept at once for one connection or HTTP session")
 	fs.Int64Var(&c.tasks.MaxBytes, "max-task-bytes", DefaultMaxTaskBytes, "bytes of results, questions, answers and running tasks' requests kept by all tasks")
@@ -159,6 +161,11 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return fail("%v", err)
 	}
 	if err := c.auth.check(c.httpAddr != ""); err != nil {
+		return fail("%v", err)
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if err := c.skills.check(set); err != nil {
 		return fail("%v", err)
 	}
 	if stateKeyFile != "" {
@@ -246,6 +253,12 @@ func run(args []string, stdin, stdout, stderr *os.File) int {
 		logger.Error("mcpstdio: building the catalog failed", "err", err)
 		return 1
 	}
+	stopSkills, err := c.skills.start(rt, logger)
+	if err != nil {
+		logger.Error("mcpstdio: serving skills failed", "err", err)
+		return 1
+	}
+	defer stopSkills()
 	stopProfile, err := startProfiles(c)
 	if err != nil {
 		logger.Error("mcpstdio: profiling", "err", err)

@@ -128,6 +128,8 @@ type Runtime struct {
 	watchers changeWatchers
 
 	tasks runtimeTasks // set by NewRuntime; nil without RuntimeOptions.Tasks
+
+	features features // what features registered (runtime_features.go)
 }
 
 var _ fastPathDispatcher = (*Runtime)(nil)
@@ -315,6 +317,9 @@ func (rt *Runtime) serveCatalog(ctx context.Context, c *methodCall) Reply {
 	}
 	if rt.tasks != nil && rt.tasks.serves(c.req.Method) {
 		return rt.tasks.serve(ctx, *c)
+	}
+	if h := rt.featureMethodFor(c.req.Method); h != nil {
+		return h(ctx, c)
 	}
 	return Reply{Error: methodNotFound(c.req.Method)}
 }
@@ -598,9 +603,10 @@ type serverCapabilities struct {
 	Prompts     *listCapability `json:"prompts,omitempty"`
 	Resources   *listCapability `json:"resources,omitempty"`
 	Tools       *listCapability `json:"tools,omitempty"`
-	// Extensions lists the extensions served: the tasks extension while a
-	// tool declares task support.
-	Extensions map[string]struct{} `json:"extensions,omitempty"`
+	// Extensions lists the extensions served, each with its settings
+	// object: the tasks extension while a tool declares task support, and
+	// those features declare (runtime_features.go).
+	Extensions map[string]json.RawMessage `json:"extensions,omitempty"`
 }
 
 type listCapability struct {
@@ -632,8 +638,12 @@ func (rt *Runtime) capabilities() serverCapabilities {
 	if len(rt.cat.tools.list) > 0 {
 		caps.Tools = &listCapability{ListChanged: rt.listChanged[listTools]}
 	}
+	caps.Extensions = rt.declaredExtensions()
 	if rt.cat.taskTools > 0 { // AddTool refused them without rt.tasks
-		caps.Extensions = map[string]struct{}{tasksName: {}}
+		if caps.Extensions == nil {
+			caps.Extensions = map[string]json.RawMessage{}
+		}
+		caps.Extensions[tasksName] = json.RawMessage(`{}`)
 	}
 	return caps
 }
