@@ -29,6 +29,9 @@ var (
 	errTaskExpired   = errors.New("the task's TTL passed")
 	errTaskAbandoned = errors.New("the request that started the task ended before it was answered")
 	errTaskRefused   = errors.New("the server could not keep the task")
+	// errTaskEndedElsewhere: the store shows the task over while its
+	// handler still runs here.
+	errTaskEndedElsewhere = errors.New("the task ended while its handler ran")
 )
 
 // runPhase is where a taskRun is.
@@ -297,6 +300,10 @@ func (t *taskRun) watch(rec *TaskRecord, changed <-chan struct{}, stop func()) {
 			t.cancel(errTaskExpired)
 		case err == nil && cur.Status == TaskCancelled:
 			t.cancel(errTaskCancelled)
+		case err == nil && isTerminalStatus(cur.Status):
+			// Ended elsewhere: failed by a replica's sweeper after this
+			// replica could not renew the lease, say.
+			t.cancel(errTaskEndedElsewhere)
 		}
 	}
 }
@@ -546,13 +553,43 @@ func (m *taskManager) complete(t *taskRun, res *ToolResult, err error) {
 		})
 		return err
 	}
-	err = end(status, message, result, rerr)
+	err = m.retryEnd(t, func() error { return end(status, message, result, rerr) })
 	if errors.Is(err, ErrTaskLimit) {
 		failure := &RPCError{Code: CodeInternalError, Message: taskResultTooLargeMessage}
-		err = end(TaskFailed, failure.Message, nil, failure)
+		err = m.retryEnd(t, func() error { return end(TaskFailed, failure.Message, nil, failure) })
 	}
 	if err != nil && !errors.Is(err, ErrTaskNotFound) {
 		m.logger.Error("storing a task's end failed", "task", t.rec.ID, "err", err)
+	}
+}
+
+// Backoff of retryEnd: the first retry after taskEndRetryFirst, doubling up
+// to taskEndRetryMax.
+const (
+	taskEndRetryFirst = 100 * time.Millisecond
+	taskEndRetryMax   = 5 * time.Second
+)
+
+// retryEnd runs store, which stores task t's end, until it succeeds or
+// fails for a reason a retry cannot change (the task is gone, a limit), or
+// the task's TTL passes: a shared store that is down for a while (a
+// database restarting) must not lose an acknowledged task's result. The
+// handler's watch, and with it a shared store's lease, lasts until then.
+func (m *taskManager) retryEnd(t *taskRun, store func() error) error {
+	wait := taskEndRetryFirst
+	for {
+		err := store()
+		if err == nil || errors.Is(err, ErrTaskNotFound) || errors.Is(err, ErrTaskLimit) {
+			return err
+		}
+		left := t.rec.expiresAt().Sub(m.now())
+		if left <= 0 {
+			return err
+		}
+		m.logger.Warn("storing a task's end failed; retrying", "task", t.rec.ID, "err", err, "in", wait)
+		timer := time.NewTimer(min(wait, left))
+		<-timer.C
+		wait = min(2*wait, taskEndRetryMax)
 	}
 }
 
