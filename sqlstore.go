@@ -97,7 +97,7 @@ type SQLTaskStore struct {
 	db     *sql.DB
 	q      sqlTaskStatements
 	logger *slog.Logger
-	now    func() time.Time // time.Now; replaced in tests
+	now    func() time.Time // time.Now, but in tests
 
 	stop   context.CancelFunc
 	done   sync.WaitGroup
@@ -109,10 +109,15 @@ type SQLTaskStore struct {
 // the store's goroutines (polling, lease renewal, the sweeper, the
 // Notifier's listener). ctx bounds the migration only.
 func NewSQLTaskStore(ctx context.Context, opts SQLTaskStoreOptions) (*SQLTaskStore, error) {
+	return newSQLTaskStore(ctx, opts, time.Now)
+}
+
+// newSQLTaskStore is NewSQLTaskStore with a clock (tests set theirs).
+func newSQLTaskStore(ctx context.Context, opts SQLTaskStoreOptions, now func() time.Time) (*SQLTaskStore, error) {
 	if err := validateSQLTaskStoreOptions(&opts); err != nil {
 		return nil, err
 	}
-	s := &SQLTaskStore{opts: opts, db: opts.DB, q: newSQLTaskStatements(opts.Table), logger: opts.Logger, now: time.Now, wake: make(chan struct{}, 1)}
+	s := &SQLTaskStore{opts: opts, db: opts.DB, q: newSQLTaskStatements(opts.Table), logger: opts.Logger, now: now, wake: make(chan struct{}, 1)}
 	s.follow.watches = map[int]*sqlWatch{}
 	s.follow.feeds = map[int]func(*TaskRecord){}
 	if err := s.migrate(ctx); err != nil {
