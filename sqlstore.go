@@ -223,8 +223,10 @@ func sqlTaskMigrations(t string) [][]string {
 		`CREATE INDEX ` + t + `_expires ON ` + t + ` (expires_ms)`,
 		`CREATE INDEX ` + t + `_seq ON ` + t + ` (seq)`,
 		`CREATE INDEX ` + t + `_lease ON ` + t + ` (lease_until_ms)`,
-		`CREATE TABLE ` + t + `_state (id INTEGER PRIMARY KEY, seq BIGINT NOT NULL)`,
-		`INSERT INTO ` + t + `_state (id, seq) VALUES (1, 0)`,
+		// The change counter, and the tasks and bytes of all tasks (the
+		// limits in all are checked against these, not a COUNT).
+		`CREATE TABLE ` + t + `_state (id INTEGER PRIMARY KEY, seq BIGINT NOT NULL, tasks BIGINT NOT NULL, bytes BIGINT NOT NULL)`,
+		`INSERT INTO ` + t + `_state (id, seq, tasks, bytes) VALUES (1, 0, 0, 0)`,
 	}}
 }
 

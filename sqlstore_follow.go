@@ -158,16 +158,27 @@ func (s *SQLTaskStore) pollLoop(ctx context.Context) {
 	}
 }
 
-// keepLoop renews this replica's leases and sweeps, every Lease/3.
+// keepLoop renews this replica's leases and sweeps, every Lease/3. It
+// fails other replicas' tasks only once it has reached the database without
+// a failure for a whole Lease: after an outage of the database itself every
+// replica missed its renewals, and the runners get a lease's time to renew
+// (and to store the ends their handlers reached meanwhile) before anyone
+// takes their expired leases for deaths.
 func (s *SQLTaskStore) keepLoop(ctx context.Context) {
 	tick := time.NewTicker(s.opts.Lease / 3)
 	defer tick.Stop()
+	healthySince := s.now()
 	for {
-		if err := s.renewLeases(ctx); err != nil && ctx.Err() == nil {
-			s.logger.Warn("task store: renewing leases failed", "err", err)
+		err := s.renewLeases(ctx)
+		if err == nil {
+			err = s.purgeExpired(ctx)
 		}
-		if err := s.sweep(ctx); err != nil && ctx.Err() == nil {
-			s.logger.Warn("task store: sweeping failed", "err", err)
+		if err == nil && s.now().Sub(healthySince) >= s.opts.Lease {
+			err = s.failOrphans(ctx)
+		}
+		if err != nil && ctx.Err() == nil {
+			s.logger.Warn("task store: renewing leases or sweeping failed", "err", err)
+			healthySince = s.now()
 		}
 		select {
 		case <-ctx.Done():
@@ -182,7 +193,12 @@ func (s *SQLTaskStore) keepLoop(ctx context.Context) {
 func (s *SQLTaskStore) listenLoop(ctx context.Context) {
 	for {
 		s.poke() // what was announced while not listening
-		err := s.opts.Notifier.Listen(ctx, func(string) { s.poke() })
+		own := s.opts.Replica + "/"
+		err := s.opts.Notifier.Listen(ctx, func(payload string) {
+			if !strings.HasPrefix(payload, own) {
+				s.poke()
+			}
+		})
 		if ctx.Err() != nil {
 			return
 		}
@@ -324,14 +340,29 @@ func (s *SQLTaskStore) renewLeases(ctx context.Context) error {
 }
 
 // sweep deletes the expired tasks and fails the running ones whose lease
-// expired: their replica died (or lost the database for a whole lease).
+// expired.
 func (s *SQLTaskStore) sweep(ctx context.Context) error {
+	if err := s.purgeExpired(ctx); err != nil {
+		return err
+	}
+	return s.failOrphans(ctx)
+}
+
+// purgeExpired deletes the tasks whose TTL passed (and uncounts them).
+func (s *SQLTaskStore) purgeExpired(ctx context.Context) error {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	_, err := s.db.ExecContext(ctx, s.q.purge, s.now().UnixMilli())
+	return err
+}
+
+// failOrphans fails the running tasks whose lease expired: their replica
+// died (or could not reach the database for a whole lease while others
+// could).
+func (s *SQLTaskStore) failOrphans(ctx context.Context) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	now := s.now()
-	if _, err := s.db.ExecContext(ctx, s.q.purge, now.UnixMilli()); err != nil {
-		return err
-	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -342,21 +373,22 @@ func (s *SQLTaskStore) sweep(ctx context.Context) error {
 		return err
 	}
 	type orphan struct {
-		id, runner string
-		lease      int64
+		id, runner  string
+		lease, size int64
 	}
 	var orphans []orphan
 	err = queryRowsTx(ctx, tx, func(rows *sql.Rows) error {
 		var o orphan
-		if err := rows.Scan(&o.id, &o.runner, &o.lease); err != nil {
+		if err := rows.Scan(&o.id, &o.runner, &o.lease, &o.size); err != nil {
 			return err
 		}
 		orphans = append(orphans, o)
 		return nil
-	}, `SELECT id, runner, lease_until_ms FROM `+s.opts.Table+` WHERE status NOT IN `+sqlTerminal+` AND lease_until_ms < $1 AND expires_ms > $1 LIMIT `+strconv.Itoa(sqlFollowBatch), now.UnixMilli())
+	}, `SELECT id, runner, lease_until_ms, size FROM `+s.opts.Table+` WHERE status NOT IN `+sqlTerminal+` AND lease_until_ms < $1 AND expires_ms > $1 LIMIT `+strconv.Itoa(sqlFollowBatch)+` FOR UPDATE`, now.UnixMilli())
 	if err != nil || len(orphans) == 0 {
 		return err
 	}
+	var delta int64
 	for _, o := range orphans {
 		failure := &RPCError{Code: CodeInternalError, Message: leaseExpiredMessage(o.runner, time.UnixMilli(o.lease))}
 		rec := &TaskRecord{StatusMessage: failure.Message, Error: failure}
@@ -371,11 +403,13 @@ func (s *SQLTaskStore) sweep(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if s.opts.Notifier != nil {
-			if err := s.opts.Notifier.Notify(ctx, tx, o.id); err != nil {
-				return err
-			}
+		delta += row.size - o.size
+		if err := s.notify(ctx, tx, o.id); err != nil {
+			return err
 		}
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE `+s.opts.Table+`_state SET bytes = bytes + $1 WHERE id = 1`, delta); err != nil {
+		return err
 	}
 	if err := tx.Commit(); err != nil {
 		return err

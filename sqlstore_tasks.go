@@ -10,11 +10,15 @@ import (
 )
 
 // The TaskStore methods of SQLTaskStore. Every change (Create, Update, the
-// sweeper's) runs in a transaction that first takes the one row of
-// <Table>_state (UPDATE ... RETURNING): that serializes the writers, so the
-// limits are counted exactly across replicas and the change numbers (seq)
-// commit in order, which is what lets the change feed read "everything after
-// seq N" without missing a change committed late.
+// sweeper's) runs in a transaction that takes the one row of <Table>_state
+// (UPDATE ... RETURNING), which holds the change counter and the tasks and
+// bytes of all tasks: that serializes the writers from there to their
+// commit, so the limits are counted exactly across replicas and the change
+// numbers (seq) commit in order, which is what lets the change feed read
+// "everything after seq N" without missing a change committed late. The
+// statements under that lock are few: the state row and the task's row in
+// one statement, the owner's count where there is an owner, the NOTIFY, the
+// commit.
 
 // sqlTaskColumns are the columns of a record, in scan order.
 const sqlTaskColumns = `id, owner, status, status_message, created_ms, updated_ms, ttl_ms, poll_interval_ms, input_requests, answers, result, error, held, version`
@@ -24,20 +28,26 @@ const sqlTerminal = `('` + TaskCompleted + `', '` + TaskFailed + `', '` + TaskCa
 
 // sqlTaskStatements are the statements of one table.
 type sqlTaskStatements struct {
-	nextSeq, purge, countAll, countOwner, insert, get, head, update, updateEnded string
+	nextSeq, purge, countOwner, create, get, head, update, updateEnded, addBytes string
 }
 
 func newSQLTaskStatements(t string) sqlTaskStatements {
 	return sqlTaskStatements{
-		nextSeq:    `UPDATE ` + t + `_state SET seq = seq + 1 WHERE id = 1 RETURNING seq`,
-		purge:      `DELETE FROM ` + t + ` WHERE expires_ms <= $1`,
-		countAll:   `SELECT COUNT(*), COALESCE(SUM(size), 0) FROM ` + t,
+		nextSeq: `UPDATE ` + t + `_state SET seq = seq + 1 WHERE id = 1 RETURNING seq`,
+		// Expired tasks go, and stop counting, in one statement.
+		purge: `WITH gone AS (DELETE FROM ` + t + ` WHERE expires_ms <= $1 RETURNING size)
+			UPDATE ` + t + `_state SET tasks = tasks - (SELECT COUNT(*) FROM gone), bytes = bytes - (SELECT COALESCE(SUM(size), 0) FROM gone) WHERE id = 1`,
 		countOwner: `SELECT COUNT(*), COALESCE(SUM(size), 0) FROM ` + t + ` WHERE owner = $1`,
-		insert: `INSERT INTO ` + t + ` (id, owner, status, status_message, created_ms, updated_ms, expires_ms, ttl_ms, poll_interval_ms,
-			input_requests, answers, result, error, held, size, version, runner, lease_until_ms, seq, changed_by)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, 1, $16, $17, $18, $16)`,
-		get:  `SELECT ` + sqlTaskColumns + ` FROM ` + t + ` WHERE id = $1 AND expires_ms > $2`,
-		head: `SELECT owner, status, size, version FROM ` + t + ` WHERE id = $1 AND expires_ms > $2`,
+		// The state row (counted with the new task) and the task's row, in
+		// one statement: the totals come back for the limits' check.
+		create: `WITH state AS (UPDATE ` + t + `_state SET seq = seq + 1, tasks = tasks + 1, bytes = bytes + $15 WHERE id = 1 RETURNING seq, tasks, bytes),
+			task AS (INSERT INTO ` + t + ` (id, owner, status, status_message, created_ms, updated_ms, expires_ms, ttl_ms, poll_interval_ms,
+				input_requests, answers, result, error, held, size, version, runner, lease_until_ms, seq, changed_by)
+				SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, 1, $16, $17, state.seq, $16 FROM state)
+			SELECT tasks, bytes FROM state`,
+		get:      `SELECT ` + sqlTaskColumns + ` FROM ` + t + ` WHERE id = $1 AND expires_ms > $2`,
+		head:     `SELECT owner, status, size, version FROM ` + t + ` WHERE id = $1 AND expires_ms > $2`,
+		addBytes: `UPDATE ` + t + `_state SET seq = seq + 1, bytes = bytes + $1 WHERE id = 1 RETURNING seq, tasks, bytes`,
 		// A terminal status never changes: the WHERE clause refuses it.
 		update: `UPDATE ` + t + ` SET status = $3, status_message = $4, updated_ms = $5, poll_interval_ms = $6, input_requests = $7, answers = $8,
 			result = $9, error = $10, held = $11, size = $12, version = version + 1, seq = $13, changed_by = $14
@@ -54,7 +64,8 @@ var errTerminalTask = errors.New("the task is over: its status never changes")
 
 // Create stores rec as version 1, leased to this replica, once the limits
 // (counted over every replica's tasks) allow it; it returns once the
-// transaction committed.
+// transaction committed. Expired tasks count until the sweeper deletes them
+// (every Lease/3).
 func (s *SQLTaskStore) Create(ctx context.Context, rec *TaskRecord) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
@@ -63,18 +74,16 @@ func (s *SQLTaskStore) Create(ctx context.Context, rec *TaskRecord) error {
 		return err
 	}
 	now := s.now()
-	err = s.inTx(ctx, rec.ID, func(tx *sql.Tx, seq int64) error {
-		if _, err := tx.ExecContext(ctx, s.q.purge, now.UnixMilli()); err != nil {
-			return err
-		}
-		if err := s.admit(ctx, tx, rec.Owner, 1, row.size); err != nil {
-			return err
-		}
-		_, err := tx.ExecContext(ctx, s.q.insert, rec.ID, rec.Owner, rec.Status, rec.StatusMessage,
+	err = s.inTx(ctx, rec.ID, func(tx *sql.Tx) error {
+		var tasks, bytes int64
+		err := tx.QueryRowContext(ctx, s.q.create, rec.ID, rec.Owner, rec.Status, rec.StatusMessage,
 			rec.CreatedAt.UnixMilli(), rec.LastUpdatedAt.UnixMilli(), rec.expiresAt().UnixMilli(), rec.TTL.Milliseconds(), rec.PollInterval.Milliseconds(),
 			row.inputRequests, row.answers, row.result, row.error, rec.Held, row.size,
-			s.opts.Replica, now.Add(s.opts.Lease).UnixMilli(), seq)
-		return err
+			s.opts.Replica, now.Add(s.opts.Lease).UnixMilli()).Scan(&tasks, &bytes)
+		if err != nil {
+			return err
+		}
+		return s.admit(ctx, tx, rec.Owner, tasks, bytes, true, 0)
 	})
 	if err != nil {
 		return fmt.Errorf("creating task %s: %w", rec.ID, err)
@@ -107,7 +116,7 @@ func (s *SQLTaskStore) Update(ctx context.Context, rec *TaskRecord) error {
 	if err != nil {
 		return err
 	}
-	err = s.inTx(ctx, rec.ID, func(tx *sql.Tx, seq int64) error {
+	err = s.inTx(ctx, rec.ID, func(tx *sql.Tx) error {
 		var owner, status string
 		var size int64
 		var version uint64
@@ -119,8 +128,12 @@ func (s *SQLTaskStore) Update(ctx context.Context, rec *TaskRecord) error {
 		case version != rec.Version:
 			return ErrTaskConflict
 		}
+		var seq, tasks, bytes int64
+		if err := tx.QueryRowContext(ctx, s.q.addBytes, row.size-size).Scan(&seq, &tasks, &bytes); err != nil {
+			return err
+		}
 		if grow := row.size - size; grow > 0 {
-			if err := s.admit(ctx, tx, owner, 0, grow); err != nil {
+			if err := s.admit(ctx, tx, owner, tasks, bytes, false, grow); err != nil {
 				return err
 			}
 		}
@@ -153,55 +166,57 @@ func (s *SQLTaskStore) Update(ctx context.Context, rec *TaskRecord) error {
 	return nil
 }
 
-// inTx runs change in a transaction that holds the state row (seq is this
-// change's number) and announces task id's change to the other replicas; it
-// commits when change returns nil.
-func (s *SQLTaskStore) inTx(ctx context.Context, id string, change func(tx *sql.Tx, seq int64) error) error {
+// inTx runs change in a transaction and announces task id's change to the
+// other replicas; it commits when change returns nil. change takes the
+// state row.
+func (s *SQLTaskStore) inTx(ctx context.Context, id string, change func(tx *sql.Tx) error) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	var seq int64
-	if err := tx.QueryRowContext(ctx, s.q.nextSeq).Scan(&seq); err != nil {
+	if err := change(tx); err != nil {
 		return err
 	}
-	if err := change(tx, seq); err != nil {
+	if err := s.notify(ctx, tx, id); err != nil {
 		return err
-	}
-	if s.opts.Notifier != nil {
-		if err := s.opts.Notifier.Notify(ctx, tx, id); err != nil {
-			return err
-		}
 	}
 	return tx.Commit()
 }
 
-// admit checks, within a transaction holding the state row, that owner may
-// add tasks tasks and bytes bytes.
-func (s *SQLTaskStore) admit(ctx context.Context, tx *sql.Tx, owner string, tasks int, bytes int64) error {
-	l := s.opts.Limits
-	var count int
-	var sum int64
-	if err := tx.QueryRowContext(ctx, s.q.countAll).Scan(&count, &sum); err != nil {
-		return err
+// notify announces task id's change within tx, if there is a Notifier. The
+// payload names this replica, so that its own listener skips it.
+func (s *SQLTaskStore) notify(ctx context.Context, tx *sql.Tx, id string) error {
+	if s.opts.Notifier == nil {
+		return nil
 	}
+	return s.opts.Notifier.Notify(ctx, tx, s.opts.Replica+"/"+id)
+}
+
+// admit checks a change within a transaction holding the state row, whose
+// totals with the change are tasks and bytes: a new task (newTask, stored
+// already), or a record of owner's that grows by pending bytes (not stored
+// yet).
+func (s *SQLTaskStore) admit(ctx context.Context, tx *sql.Tx, owner string, tasks, bytes int64, newTask bool, pending int64) error {
+	l := s.opts.Limits
 	switch {
-	case count+tasks > l.MaxTasks:
+	case newTask && tasks > int64(l.MaxTasks):
 		return &TaskLimitError{Detail: fmt.Sprintf("the server holds %d tasks, its limit", l.MaxTasks)}
-	case sum+bytes > l.MaxBytes:
+	case bytes > l.MaxBytes:
 		return &TaskLimitError{Detail: fmt.Sprintf("the server's tasks would hold more than %d bytes", l.MaxBytes)}
 	}
 	if owner == "" {
 		return nil
 	}
+	var count int
+	var sum int64
 	if err := tx.QueryRowContext(ctx, s.q.countOwner, owner).Scan(&count, &sum); err != nil {
 		return err
 	}
 	switch {
-	case count+tasks > l.MaxTasksPerOwner:
+	case newTask && count > l.MaxTasksPerOwner:
 		return &TaskLimitError{Detail: fmt.Sprintf("this client holds %d tasks, its limit", l.MaxTasksPerOwner)}
-	case sum+bytes > l.MaxBytesPerOwner:
+	case sum+pending > l.MaxBytesPerOwner:
 		return &TaskLimitError{Detail: fmt.Sprintf("this client's tasks would hold more than %d bytes", l.MaxBytesPerOwner)}
 	}
 	return nil
