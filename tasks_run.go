@@ -345,7 +345,7 @@ func (t *taskRun) ask(ctx context.Context, key, method string, params json.RawMe
 			return nil
 		})
 		if err != nil {
-			return nil, fmt.Errorf("asking the client %s: %w", method, err)
+			return nil, fmt.Errorf("asking the client %s: %w", method, store.storeFailure(id, err))
 		}
 	}
 	for {
@@ -358,7 +358,7 @@ func (t *taskRun) ask(ctx context.Context, key, method string, params json.RawMe
 		}
 		rec, err := store.store.Get(ctx, id)
 		if err != nil {
-			return nil, fmt.Errorf("asking the client %s: %w", method, err)
+			return nil, fmt.Errorf("asking the client %s: %w", method, store.storeFailure(id, err))
 		}
 		if ans, ok := rec.Answers[key]; ok {
 			return t.take(ctx, key, ans)
@@ -376,6 +376,26 @@ func (t *taskRun) ask(ctx context.Context, key, method string, params json.RawMe
 
 // errTaskOver: the task ended (cancelled, say) while its handler asked.
 var errTaskOver = errors.New("the task is over")
+
+// errTaskStoreFailed stands for a store's own error where it would reach a
+// handler (which may return it to the client as its result): the store's
+// text may name a database, a host, a user; it is logged instead.
+var errTaskStoreFailed = errors.New("the server's task store failed")
+
+// storeFailure returns err, task id's store error, fit for its handler: the
+// errors of the contract and of the handler's context as they are, any
+// other logged and replaced by errTaskStoreFailed.
+func (m *taskManager) storeFailure(id string, err error) error {
+	if errors.Is(err, ErrTaskNotFound) || errors.Is(err, ErrTaskLimit) || errors.Is(err, errTaskOver) ||
+		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	if _, ok := errors.AsType[*RPCError](err); ok {
+		return err
+	}
+	m.logger.Error("the task store failed", "task", id, "err", err)
+	return errTaskStoreFailed
+}
 
 // take keeps the answer to key, found in the task's record, and removes it
 // from the record.
@@ -397,7 +417,9 @@ func (t *taskRun) take(ctx context.Context, key string, ans json.RawMessage) (js
 }
 
 // setStatusMessage records a handler's progress message as the task's
-// statusMessage.
+// statusMessage. It is best effort: a store that fails (a database that is
+// down) loses the message, logged, and the handler goes on; its error never
+// reaches the handler, which might return it as its result.
 func (t *taskRun) setStatusMessage(ctx context.Context, message string) error {
 	if message == "" {
 		return nil
@@ -409,7 +431,10 @@ func (t *taskRun) setStatusMessage(ctx context.Context, message string) error {
 		rec.StatusMessage = message
 		return nil
 	})
-	return err
+	if err != nil && ctx.Err() == nil {
+		t.rt.logger.Warn("recording a task's progress message failed", "task", t.rec.ID, "err", err)
+	}
+	return nil
 }
 
 // taskPeer is the Peer of a handler whose call may become a task: the

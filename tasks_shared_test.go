@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 )
@@ -124,12 +126,22 @@ func TestTaskEndedElsewhereStopsHandler(t *testing.T) {
 }
 
 // TestTaskStoreDown: while the store fails, tasks/get, tasks/update and
-// tasks/cancel are answered -32603 (no Go error text), and a handler that
-// returns meanwhile has its result stored once the store is back.
+// tasks/cancel are answered -32603 (no Go error text), a handler's progress
+// message is lost but not its work, its question fails with no store text,
+// and a handler that returns meanwhile has its result stored once the store
+// is back.
 func TestTaskStoreDown(t *testing.T) {
 	e, store := newSharedTaskEnv(t)
 	g := newGate()
-	e.addTool("job", TaskOptional, 0, g.handler)
+	outcomes := make(chan string, 2)
+	e.addTool("job", TaskOptional, 0, func(ctx context.Context, req *HandlerRequest) (*ToolResult, error) {
+		g.entered <- req
+		r := <-g.release
+		progress := req.ReportProgress(ctx, Progress{Progress: 1, Message: "half way"})
+		_, ask := req.Elicit(ctx, "q", elicitParams{Message: "sure?", RequestedSchema: json.RawMessage(`{"type":"object","properties":{}}`)})
+		outcomes <- fmt.Sprintf("progress: %v; ask: %v", progress, ask)
+		return r.res, r.err
+	})
 	id := e.startTask("job", `{}`)
 	waitFor(t, g.entered, "the handler")
 	store.setDown(true)
@@ -145,6 +157,14 @@ func TestTaskStoreDown(t *testing.T) {
 		waitFor(t, store.failed, "the store's failure")
 	}
 	g.release <- gateResult{res: TextResult("kept")}
+	want := "progress: <nil>; ask: asking the client elicitation/create: the server's task store failed"
+	if got := waitFor(t, outcomes, "the handler's progress and question"); got != want {
+		t.Fatalf("while the store is down the handler got %q, want %q", got, want)
+	}
+	// Each failed: progress (Get), the question (Get).
+	for range 2 {
+		waitFor(t, store.failed, "the store's failure")
+	}
 	// The end is retried: let it fail twice, then bring the store back.
 	for range 2 {
 		waitFor(t, store.failed, "an attempt to store the end")
