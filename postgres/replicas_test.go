@@ -81,6 +81,19 @@ func TestReplicas(t *testing.T) {
 		}
 	})
 
+	t.Run("status change on A reaches a listener on C", func(t *testing.T) {
+		id := set.createTask(t, set.url(0), "slow_compute", `{"seconds":60}`)
+		frames := set.listen(t, set.url(2), id)
+		waitForFrame(t, frames, "notifications/subscriptions/acknowledged", id)
+		start := time.Now()
+		set.mustCall(t, set.url(1), "tasks/cancel", id, `{"taskId":"`+id+`"}`)
+		frame := waitForFrame(t, frames, `"method":"notifications/tasks"`, `"status":"cancelled"`)
+		t.Logf("measure: the cancel via B reached the listen stream on C %v after it was sent", time.Since(start).Round(time.Microsecond))
+		if !strings.Contains(frame, `"taskId":"`+id+`"`) {
+			t.Fatalf("notifications/tasks frame %s, want task %s", frame, id)
+		}
+	})
+
 	t.Run("1000 concurrent creations", func(t *testing.T) {
 		const n = 1000
 		ids := make([]string, n)
@@ -334,7 +347,9 @@ func (s *replicaSet) rpc(url, method, name, params string) (json.RawMessage, *RP
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
 	req.Header.Set("Mcp-Method", method)
-	req.Header.Set("Mcp-Name", name)
+	if name != "" {
+		req.Header.Set("Mcp-Name", name)
+	}
 	resp, err := s.client.Do(req)
 	if err != nil {
 		return nil, nil, err
@@ -469,6 +484,66 @@ func (s *replicaSet) awaitRow(t *testing.T, id, what string, ok func(observedRow
 		}
 		if _, err := s.db.WaitForNotification(ctx); err != nil {
 			t.Fatalf("waiting for task %s to be %s (it is %+v): %v", id, what, r, err)
+		}
+	}
+}
+
+// listen opens a 2026 subscriptions/listen stream via url naming task id,
+// and returns its SSE data lines as they arrive; the stream is closed when
+// the test ends.
+func (s *replicaSet) listen(t *testing.T, url, id string) <-chan string {
+	t.Helper()
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}`
+	body := `{"jsonrpc":"2.0","id":"listen","method":"subscriptions/listen","params":{"notifications":{"taskIds":["` + id + `"]},` + meta + `}}`
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "subscriptions/listen")
+	resp, err := s.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		data, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		t.Fatalf("subscriptions/listen: HTTP %d %s", resp.StatusCode, data)
+	}
+	lines := make(chan string, 16)
+	go func() {
+		defer resp.Body.Close()
+		defer close(lines)
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				lines <- data
+			}
+		}
+	}()
+	return lines
+}
+
+// waitForFrame returns the first frame of frames that contains every one of
+// parts, failing when the stream ends first (or after a minute).
+func waitForFrame(t *testing.T, frames <-chan string, parts ...string) string {
+	t.Helper()
+	timeout := time.After(time.Minute)
+	for {
+		select {
+		case frame, ok := <-frames:
+			if !ok {
+				t.Fatalf("the stream ended before a frame with %q", parts)
+			}
+			if !slices.ContainsFunc(parts, func(p string) bool { return !strings.Contains(frame, p) }) {
+				return frame
+			}
+		case <-timeout:
+			t.Fatalf("no frame with %q within a minute", parts)
 		}
 	}
 }
