@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"regexp"
 	"sync"
 	"time"
 )
@@ -87,8 +86,20 @@ type SQLTaskNotifier interface {
 	Listen(ctx context.Context, changed func(id string)) error
 }
 
-// sqlTableName is what a Table may be: it is written into statements.
-var sqlTableName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,40}$`)
+// validSQLTableName reports whether name may be a Table: it is written
+// into statements, so only letters, digits and underscores, not starting
+// with a digit, at most 41 bytes.
+func validSQLTableName(name string) bool {
+	if name == "" || len(name) > 41 || name[0] >= '0' && name[0] <= '9' {
+		return false
+	}
+	for _, c := range []byte(name) {
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
 
 // SQLTaskStore is a TaskStore on database/sql (see SQLTaskStoreOptions).
 // Its methods are safe for concurrent use. Close stops its goroutines.
@@ -134,7 +145,7 @@ func validateSQLTaskStoreOptions(o *SQLTaskStoreOptions) error {
 		return errors.New("SQLTaskStoreOptions.DB is required")
 	}
 	defaultTo(&o.Table, DefaultSQLTaskTable)
-	if !sqlTableName.MatchString(o.Table) {
+	if !validSQLTableName(o.Table) {
 		return fmt.Errorf("SQLTaskStoreOptions.Table %q: want letters, digits and underscores (at most 41), not starting with a digit", o.Table)
 	}
 	l := &o.Limits

@@ -61,7 +61,7 @@ func (f *taskStoreFlags) check() error {
 			return fmt.Errorf("%s must be positive, got %v", name, v)
 		}
 	}
-	if !sqlTableName.MatchString(f.table) {
+	if !validSQLTableName(f.table) {
 		return fmt.Errorf("-db-table %q: want letters, digits and underscores", f.table)
 	}
 	return nil
