@@ -56,20 +56,7 @@ func (s *SQLTaskStore) Watch(ctx context.Context, id string) (<-chan struct{}, f
 		return nil, nil, err
 	}
 	w := &sqlWatch{id: id, ch: make(chan struct{}, 1), version: rec.Version}
-	f := &s.follow
-	f.mu.Lock()
-	key := f.next
-	f.next++
-	f.watches[key] = w
-	f.mu.Unlock()
-	var once sync.Once
-	return w.ch, func() {
-		once.Do(func() {
-			f.mu.Lock()
-			defer f.mu.Unlock()
-			delete(f.watches, key)
-		})
-	}, nil
+	return w.ch, s.follow.add(func(key int) { s.follow.watches[key] = w }, func(key int) { delete(s.follow.watches, key) }), nil
 }
 
 // FollowTaskChanges calls changed with the new record of every task another
@@ -77,18 +64,23 @@ func (s *SQLTaskStore) Watch(ctx context.Context, id string) (<-chan struct{}, f
 // until stop is called or the store is closed. changed runs on the store's
 // goroutine and must not block.
 func (s *SQLTaskStore) FollowTaskChanges(changed func(*TaskRecord)) (stop func()) {
-	f := &s.follow
+	return s.follow.add(func(key int) { s.follow.feeds[key] = changed }, func(key int) { delete(s.follow.feeds, key) })
+}
+
+// add registers a watch or a feed under a new key, with f.mu held, and
+// returns the function that unregisters it (once; later calls do nothing).
+func (f *sqlFollowers) add(register, unregister func(key int)) (stop func()) {
 	f.mu.Lock()
 	key := f.next
 	f.next++
-	f.feeds[key] = changed
+	register(key)
 	f.mu.Unlock()
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			f.mu.Lock()
 			defer f.mu.Unlock()
-			delete(f.feeds, key)
+			unregister(key)
 		})
 	}
 }
