@@ -49,9 +49,10 @@ type config struct {
 	allowedHosts, allowedOrigins              []string
 	keepAlive                                 time.Duration
 	pageSize                                  int
-	auth                                      authFlags   // main_auth.go
-	tasks                                     TaskOptions // the tasks extension's bounds
-	skills                                    skillsFlags // main_skills.go
+	auth                                      authFlags      // main_auth.go
+	tasks                                     TaskOptions    // the tasks extension's bounds
+	skills                                    skillsFlags    // main_skills.go
+	store                                     taskStoreFlags // main_taskstore.go
 	maxConnections, maxHeaderBytes            int
 	// Each client's share of the executor with -http (0: the whole,
 	// work-conserving), and of the sessions (0: a quarter).
@@ -95,6 +96,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.tasks.TTL, "task-ttl", DefaultTaskTTL, "how long a task is kept from its creation (ttlMs); its work is cancelled then")
 	fs.DurationVar(&c.tasks.PollInterval, "task-poll-interval", DefaultTaskPollInterval, "the pollIntervalMs suggested to clients; faster tasks/get polls are refused beyond -task-poll-burst")
 	fs.IntVar(&c.tasks.PollBurst, "task-poll-burst", DefaultTaskPollBurst, "tasks/get polls of one task answered in a row faster than -task-poll-interval")
+	c.store.register(fs)
 	fs.IntVar(&c.maxConnections, "http-max-connections", DefaultMaxConnections, "with -http, connections served at once; at the cap the longest-idle keep-alive connection is closed for a new one, else it waits to be accepted")
 	fs.IntVar(&c.maxHeaderBytes, "http-max-header-bytes", DefaultMaxHeaderBytes, "with -http, limit of a request's header lines (431 beyond)")
 	fs.IntVar(&c.maxClientConcurrency, "max-client-concurrency", 0, "with -http, requests one client (a principal, a session, or the stateless requests of one address) runs at once while others wait for a worker; alone it may use every worker (0: all of -max-concurrency)")
@@ -158,6 +160,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return fail("-page-size must be positive, got %d", c.pageSize)
 	}
 	if err := c.checkTaskFlags(); err != nil {
+		return fail("%v", err)
+	}
+	if err := c.store.check(); err != nil {
 		return fail("%v", err)
 	}
 	if err := c.auth.check(c.httpAddr != ""); err != nil {
@@ -231,6 +236,13 @@ func run(args []string, stdin, stdout, stderr *os.File) int {
 		return 2
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: c.logLevel}))
+	store, closeStore, err := c.store.open(c.tasks.TaskLimits, logger)
+	if err != nil {
+		logger.Error("mcpstdio: opening the task store failed", "err", err)
+		return 1
+	}
+	defer closeStore()
+	c.tasks.Store = store
 	rt, err := NewRuntime(RuntimeOptions{
 		ServerInfo:       Implementation{Name: "mcpstdio", Title: "mcpstdio reference server", Version: serverVersion},
 		ProtocolVersions: c.protocols,

@@ -158,6 +158,10 @@ func newTaskManager(opts TaskOptions, logger *slog.Logger, announce func(Change)
 	}
 	m := &taskManager{opts: opts, store: store, logger: logger, now: time.Now, newID: newTaskID, announce: announce}
 	m.polls.burst = opts.PollBurst
+	if feed, ok := store.(TaskChangeFeed); ok {
+		// The runtime has no end: the feed lives as long as the store.
+		feed.FollowTaskChanges(m.announceState)
+	}
 	return m, nil
 }
 

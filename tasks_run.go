@@ -29,6 +29,9 @@ var (
 	errTaskExpired   = errors.New("the task's TTL passed")
 	errTaskAbandoned = errors.New("the request that started the task ended before it was answered")
 	errTaskRefused   = errors.New("the server could not keep the task")
+	// errTaskEndedElsewhere: the store shows the task over while its
+	// handler still runs here.
+	errTaskEndedElsewhere = errors.New("the task ended while its handler ran")
 )
 
 // runPhase is where a taskRun is.
@@ -298,6 +301,10 @@ func (t *taskRun) watch(rec *TaskRecord, changed <-chan struct{}, stop func()) {
 			t.cancel(errTaskExpired)
 		case err == nil && cur.Status == TaskCancelled:
 			t.cancel(errTaskCancelled)
+		case err == nil && isTerminalStatus(cur.Status):
+			// Ended elsewhere: failed by a replica's sweeper after this
+			// replica could not renew the lease, say.
+			t.cancel(errTaskEndedElsewhere)
 		}
 	}
 }
@@ -339,7 +346,7 @@ func (t *taskRun) ask(ctx context.Context, key, method string, params json.RawMe
 			return nil
 		})
 		if err != nil {
-			return nil, fmt.Errorf("asking the client %s: %w", method, err)
+			return nil, fmt.Errorf("asking the client %s: %w", method, store.storeFailure(id, err))
 		}
 	}
 	for {
@@ -352,7 +359,7 @@ func (t *taskRun) ask(ctx context.Context, key, method string, params json.RawMe
 		}
 		rec, err := store.store.Get(ctx, id)
 		if err != nil {
-			return nil, fmt.Errorf("asking the client %s: %w", method, err)
+			return nil, fmt.Errorf("asking the client %s: %w", method, store.storeFailure(id, err))
 		}
 		if ans, ok := rec.Answers[key]; ok {
 			return t.take(ctx, key, ans)
@@ -370,6 +377,26 @@ func (t *taskRun) ask(ctx context.Context, key, method string, params json.RawMe
 
 // errTaskOver: the task ended (cancelled, say) while its handler asked.
 var errTaskOver = errors.New("the task is over")
+
+// errTaskStoreFailed stands for a store's own error where it would reach a
+// handler (which may return it to the client as its result): the store's
+// text may name a database, a host, a user; it is logged instead.
+var errTaskStoreFailed = errors.New("the server's task store failed")
+
+// storeFailure returns err, task id's store error, fit for its handler: the
+// errors of the contract and of the handler's context as they are, any
+// other logged and replaced by errTaskStoreFailed.
+func (m *taskManager) storeFailure(id string, err error) error {
+	if errors.Is(err, ErrTaskNotFound) || errors.Is(err, ErrTaskLimit) || errors.Is(err, errTaskOver) ||
+		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	if _, ok := errors.AsType[*RPCError](err); ok {
+		return err
+	}
+	m.logger.Error("the task store failed", "task", id, "err", err)
+	return errTaskStoreFailed
+}
 
 // take keeps the answer to key, found in the task's record, and removes it
 // from the record.
@@ -391,7 +418,9 @@ func (t *taskRun) take(ctx context.Context, key string, ans json.RawMessage) (js
 }
 
 // setStatusMessage records a handler's progress message as the task's
-// statusMessage.
+// statusMessage. It is best effort: a store that fails (a database that is
+// down) loses the message, logged, and the handler goes on; its error never
+// reaches the handler, which might return it as its result.
 func (t *taskRun) setStatusMessage(ctx context.Context, message string) error {
 	if message == "" {
 		return nil
@@ -403,7 +432,10 @@ func (t *taskRun) setStatusMessage(ctx context.Context, message string) error {
 		rec.StatusMessage = message
 		return nil
 	})
-	return err
+	if err != nil && ctx.Err() == nil {
+		t.rt.logger.Warn("recording a task's progress message failed", "task", t.rec.ID, "err", err)
+	}
+	return nil
 }
 
 // taskPeer is the Peer of a handler whose call may become a task: the
@@ -548,13 +580,43 @@ func (m *taskManager) complete(t *taskRun, res *ToolResult, err error) {
 		})
 		return err
 	}
-	err = end(status, message, result, rerr)
+	err = m.retryEnd(t, func() error { return end(status, message, result, rerr) })
 	if errors.Is(err, ErrTaskLimit) {
 		failure := &RPCError{Code: CodeInternalError, Message: taskResultTooLargeMessage}
-		err = end(TaskFailed, failure.Message, nil, failure)
+		err = m.retryEnd(t, func() error { return end(TaskFailed, failure.Message, nil, failure) })
 	}
 	if err != nil && !errors.Is(err, ErrTaskNotFound) {
 		m.logger.Error("storing a task's end failed", "task", t.rec.ID, "err", err)
+	}
+}
+
+// Backoff of retryEnd: the first retry after taskEndRetryFirst, doubling up
+// to taskEndRetryMax.
+const (
+	taskEndRetryFirst = 100 * time.Millisecond
+	taskEndRetryMax   = 5 * time.Second
+)
+
+// retryEnd runs store, which stores task t's end, until it succeeds or
+// fails for a reason a retry cannot change (the task is gone, a limit), or
+// the task's TTL passes: a shared store that is down for a while (a
+// database restarting) must not lose an acknowledged task's result. The
+// handler's watch, and with it a shared store's lease, lasts until then.
+func (m *taskManager) retryEnd(t *taskRun, store func() error) error {
+	wait := taskEndRetryFirst
+	for {
+		err := store()
+		if err == nil || errors.Is(err, ErrTaskNotFound) || errors.Is(err, ErrTaskLimit) {
+			return err
+		}
+		left := t.rec.expiresAt().Sub(m.now())
+		if left <= 0 {
+			return err
+		}
+		m.logger.Warn("storing a task's end failed; retrying", "task", t.rec.ID, "err", err, "in", wait)
+		timer := time.NewTimer(min(wait, left))
+		<-timer.C
+		wait = min(2*wait, taskEndRetryMax)
 	}
 }
 

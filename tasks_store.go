@@ -161,6 +161,19 @@ type TaskStore interface {
 	Watch(ctx context.Context, id string) (changed <-chan struct{}, stop func(), err error)
 }
 
+// TaskChangeFeed is implemented by a TaskStore that several processes
+// share and that can report the changes the others made (SQLTaskStore). The
+// Runtime follows it for its whole life, so that a task's status change made
+// on any replica reaches the listen streams (notifications/tasks) of every
+// replica; its own changes it announces itself, so a feed reports only the
+// other processes' changes (and those the store made on its own, such as a
+// task failed after its runner's lease expired).
+type TaskChangeFeed interface {
+	// FollowTaskChanges calls changed with the new record of each such
+	// change, in order, until stop is called. changed must not block.
+	FollowTaskChanges(changed func(*TaskRecord)) (stop func())
+}
+
 // TaskLimits bound what a store holds. Each is > 0 once NewRuntime has
 // filled in the defaults. An owner "" (a task anyone with its ID may see) is
 // bound only by the limits in all.

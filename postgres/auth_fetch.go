@@ -1,0 +1,1 @@
+../auth_fetch.go

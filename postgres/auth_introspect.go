@@ -1,0 +1,1 @@
+../auth_introspect.go

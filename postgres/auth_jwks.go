@@ -1,0 +1,1 @@
+../auth_jwks.go

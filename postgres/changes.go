@@ -1,0 +1,1 @@
+../changes.go

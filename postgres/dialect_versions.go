@@ -1,0 +1,1 @@
+../dialect_versions.go

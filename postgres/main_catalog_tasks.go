@@ -1,0 +1,1 @@
+../main_catalog_tasks.go

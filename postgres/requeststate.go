@@ -1,0 +1,1 @@
+../requeststate.go

@@ -1,0 +1,1 @@
+../sqlstore.go

@@ -1,0 +1,1 @@
+../sqlstore_tasks.go

@@ -1,0 +1,1 @@
+../transport_memory.go
