@@ -178,9 +178,6 @@ type Executor struct {
 	// A client's share of each limit; the client's byte share is 0
 	// exactly when maxBytes is.
 	maxClientConcurrency, maxClientQueue, maxClientBytes int
-	// cancelProbe is a cancelled context through which jobs' contexts
-	// recognise the context package's private key (see jobContext.Value).
-	cancelProbe context.Context
 
 	// goroutines counts the live workers and outcome pumps, so tests can
 	// wait for them to exit after Close.
@@ -227,9 +224,6 @@ func NewExecutor(opts ExecutorOptions) (*Executor, error) {
 		done:           make(chan struct{}),
 		submitters:     make(map[*Submitter]struct{}),
 	}
-	probe, cancel := context.WithCancel(context.Background())
-	cancel()
-	e.cancelProbe = probe
 	e.maxClientConcurrency = shareOf(opts.MaxClientConcurrency, e.maxConcurrency)
 	e.maxClientQueue = shareOf(opts.MaxClientQueue, e.maxQueue)
 	e.maxClientBytes = shareOf(opts.MaxClientInflightBytes, e.maxBytes)
@@ -450,9 +444,6 @@ func (s *Submitter) submit(j *job, timeout time.Duration) (ExecutionRef, error) 
 		timeout = e.timeout
 	}
 	j.sub, j.timeout, j.deadlineIndex = s, timeout, -1
-	if j.ctx.values != nil {
-		j.ctx.cancelProbe = e.cancelProbe
-	}
 	e.mu.Lock()
 	startNow, err := e.admitLocked(j)
 	var inbox chan *job
