@@ -164,3 +164,36 @@ func TestJobContextDetachedFromCallerCancellation(t *testing.T) {
 		t.Fatalf("the job saw %+v; want the value, a derived context live after the caller ended, no cause then, context.Canceled after its own cancel", got)
 	}
 }
+
+// BenchmarkJobContextValue looks a value up in a job's context, through a
+// caller's context of a few layers, as a handler reading the principal or a
+// trace does.
+func BenchmarkJobContextValue(b *testing.B) {
+	e, err := NewExecutor(ExecutorOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	sub := e.NewSubmitter()
+	defer sub.Close()
+	caller, cancel := context.WithCancel(context.WithValue(context.Background(), ctxProbeKey{}, "v"))
+	defer cancel()
+	done := make(chan struct{})
+	j := &job{key: "k", indexed: true, work: workFunc(func(ctx context.Context) any {
+		b.ReportAllocs()
+		b.ResetTimer()
+		for range b.N {
+			if ctx.Value(ctxProbeKey{}) != "v" {
+				b.Error("the caller's value is missing")
+			}
+		}
+		b.StopTimer()
+		close(done)
+		return nil
+	})}
+	j.ctx.values = caller
+	if _, err := sub.submit(j, -1); err != nil {
+		b.Fatal(err)
+	}
+	<-done
+}

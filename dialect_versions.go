@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"slices"
 	"strconv"
 )
@@ -121,20 +122,12 @@ func (d dialect) capabilities(caps serverCapabilities) serverCapabilities {
 
 // tool returns the fields of t the version defines.
 func (d dialect) tool(t Tool) Tool {
-	if !d.titles {
-		t.Title = ""
-	}
+	d.entity(&t.Title, &t.Meta, &t.Icons)
 	if !d.toolAnnotations {
 		t.Annotations = nil
 	}
 	if !d.structuredContent {
 		t.OutputSchema = nil
-	}
-	if !d.entityMeta {
-		t.Meta = nil
-	}
-	if !d.icons {
-		t.Icons = nil
 	}
 	if !d.toolExecution || t.Execution == nil || t.Execution.TaskSupport == "" {
 		t.Execution = nil
@@ -144,30 +137,14 @@ func (d dialect) tool(t Tool) Tool {
 
 // resource returns the fields of r the version defines.
 func (d dialect) resource(r Resource) Resource {
-	if !d.titles {
-		r.Title = ""
-	}
-	if !d.entityMeta {
-		r.Meta = nil
-	}
-	if !d.icons {
-		r.Icons = nil
-	}
+	d.entity(&r.Title, &r.Meta, &r.Icons)
 	r.Annotations = d.annotations(r.Annotations)
 	return r
 }
 
 // template returns the fields of t the version defines.
 func (d dialect) template(t ResourceTemplate) ResourceTemplate {
-	if !d.titles {
-		t.Title = ""
-	}
-	if !d.entityMeta {
-		t.Meta = nil
-	}
-	if !d.icons {
-		t.Icons = nil
-	}
+	d.entity(&t.Title, &t.Meta, &t.Icons)
 	t.Annotations = d.annotations(t.Annotations)
 	return t
 }
@@ -183,13 +160,23 @@ func (d dialect) prompt(p Prompt) Prompt {
 			}
 		}
 	}
+	d.entity(nil, &p.Meta, &p.Icons)
+	return p
+}
+
+// entity clears what the version does not define of the fields tools,
+// resources, templates and prompts share: the title (nil: the caller
+// shapes it), _meta and icons.
+func (d dialect) entity(title *string, meta *json.RawMessage, icons *[]Icon) {
+	if !d.titles && title != nil {
+		*title = ""
+	}
 	if !d.entityMeta {
-		p.Meta = nil
+		*meta = nil
 	}
 	if !d.icons {
-		p.Icons = nil
+		*icons = nil
 	}
-	return p
 }
 
 // annotations returns the fields of a the version defines; a is not

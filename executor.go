@@ -44,7 +44,6 @@ package main
 //     Close wait it out; then Close empties the channel's buffer.
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -187,9 +186,6 @@ type Executor struct {
 	// A client's share of each limit; the client's byte share is 0
 	// exactly when maxBytes is.
 	maxClientConcurrency, maxClientQueue, maxClientBytes int
-	// cancelProbe is a cancelled context through which jobs' contexts
-	// recognise the context package's private key (see jobContext.Value).
-	cancelProbe context.Context
 
 	// goroutines counts the live workers and outcome pumps, so tests can
 	// wait for them to exit after Close.
@@ -236,9 +232,6 @@ func NewExecutor(opts ExecutorOptions) (*Executor, error) {
 		done:           make(chan struct{}),
 		submitters:     make(map[*Submitter]struct{}),
 	}
-	probe, cancel := context.WithCancel(context.Background())
-	cancel()
-	e.cancelProbe = probe
 	e.maxClientConcurrency = shareOf(opts.MaxClientConcurrency, e.maxConcurrency)
 	e.maxClientQueue = shareOf(opts.MaxClientQueue, e.maxQueue)
 	e.maxClientBytes = shareOf(opts.MaxClientInflightBytes, e.maxBytes)

@@ -20,12 +20,10 @@ import (
 type jobContext struct {
 	deadline time.Time // zero without a deadline; set before the work starts, read-only after
 	// values is where Value looks keys up: the caller's context (Serve's,
-	// or the HTTP request's), whose cancellation the job does not inherit.
-	// Nil: no values. Set before the job is submitted; read-only after.
+	// or the HTTP request's), whose cancellation the job does not inherit
+	// (see Value). Nil: no values. Set before the job is submitted;
+	// read-only after.
 	values context.Context
-	// cancelProbe is the executor's (see Executor.cancelProbe), set with
-	// values at submission.
-	cancelProbe context.Context
 
 	mu         sync.Mutex
 	done       chan struct{}        // made by the first Done call; closed by cancel
@@ -60,17 +58,25 @@ func (c *jobContext) Err() error {
 }
 
 // Value returns the value its submitter's context carries for key, nil
-// when there is none. The context package looks up its own private key to
-// find a cancellable ancestor (for contexts derived from this one, and for
-// context.Cause); for that key Value answers nil, as context.WithoutCancel
-// does, so that those follow the job's cancellation and never values'. The
-// key is recognised by what a cancelled context of the executor's answers
-// for it: itself.
+// when there is none, except the caller's cancellation: a value that is a
+// context sharing the caller's Done channel (the canceller a context of the
+// context package gives up, which is how contexts derived from this one
+// find a cancellable ancestor, and how context.Cause finds a cause) is
+// answered nil, as context.WithoutCancel answers it. So derived contexts
+// follow the job's cancellation (through AfterFunc) and never the caller's,
+// and context.Cause reports the job's own end. Value allocates nothing
+// (context.WithoutCancel's Value allocates on every lookup).
 func (c *jobContext) Value(key any) any {
-	if c.values == nil || c.cancelProbe.Value(key) == any(c.cancelProbe) {
+	if c.values == nil {
 		return nil
 	}
-	return c.values.Value(key)
+	v := c.values.Value(key)
+	if canceller, ok := v.(context.Context); ok {
+		if done := canceller.Done(); done != nil && done == c.values.Done() {
+			return nil
+		}
+	}
+	return v
 }
 
 // String names the context in diagnostics, as the context package's own do.

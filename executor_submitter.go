@@ -103,9 +103,6 @@ func (s *Submitter) submit(j *job, timeout time.Duration) (ExecutionRef, error) 
 		timeout = e.timeout
 	}
 	j.sub, j.timeout, j.deadlineIndex = s, timeout, -1
-	if j.ctx.values != nil {
-		j.ctx.cancelProbe = e.cancelProbe
-	}
 	e.mu.Lock()
 	startNow, err := e.admitLocked(j)
 	var inbox chan *job
