@@ -462,6 +462,8 @@ func (c *connection) settle(ex *execution, o Outcome) error {
 	case OutcomeTimedOut:
 		c.log.Warn("mcpstdio: request timed out", "method", ex.method, "id", ex.id)
 		return c.answer(ex.route, ex.errorAnswer(errRequestTimedOut))
+	case OutcomeRefused: // its queue place went to another client's request
+		return c.answer(ex.route, ex.errorAnswer(errCapacity))
 	case OutcomeFailed:
 		c.log.Error("mcpstdio: request worker failed", "method", ex.method, "id", ex.id, "panic", o.Panic)
 		return c.answer(ex.route, ex.errorAnswer(errWorkerFailed))

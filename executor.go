@@ -77,6 +77,10 @@ const (
 	OutcomeCancelled                        // Submitter.Cancel stopped it
 	OutcomeTimedOut                         // its deadline passed first
 	OutcomeFailed                           // the work panicked (or called runtime.Goexit); Outcome.Panic holds the value
+	// OutcomeRefused: the job was queued and never ran; it gave its place in
+	// the full queue to a job of a client holding fewer queued jobs (see
+	// ExecutorClient), as if it had been refused with ErrOverloaded.
+	OutcomeRefused
 )
 
 // String returns the kind's name, e.g. "completed" or "timedOut".
@@ -90,6 +94,8 @@ func (k OutcomeKind) String() string {
 		return "timedOut"
 	case OutcomeFailed:
 		return "failed"
+	case OutcomeRefused:
+		return "refused"
 	}
 	return fmt.Sprintf("OutcomeKind(%d)", uint8(k))
 }
@@ -131,7 +137,10 @@ type ExecutorOptions struct {
 	//     before those at or above it.
 	//   - MaxClientQueue: a client that holds this many queued jobs is
 	//     refused more (ErrOverloaded) while another client has a job
-	//     queued; alone it may fill the whole queue.
+	//     queued; alone it may fill the whole queue. When the queue is
+	//     full, a job of a client holding at least two queued jobs fewer
+	//     than the client holding the most takes the place of that
+	//     client's newest queued job, whose outcome is OutcomeRefused.
 	//   - MaxClientInflightBytes: a client whose bytes would pass this is
 	//     refused (ErrOverloaded) while another client holds bytes; alone it
 	//     may use the whole budget (and, as with the budget, one job larger

@@ -34,7 +34,9 @@ import (
 // holds every slot with slow work keeps it until its jobs return (or their
 // deadline passes): a newcomer waits for the first of them, one handler's
 // time at most. The queue is never over-admitted: a newcomer that finds the
-// whole queue full is refused like anyone else.
+// whole queue full takes the place of the newest queued job of the client
+// that holds the most (at least two more than the newcomer), which is
+// refused (OutcomeRefused, never run), as if it had come a moment later.
 //
 // Bytes are reserved against the budget and the share ahead of a job when
 // they are held before it exists (a body being read) or after it (an answer
@@ -106,12 +108,31 @@ func (e *Executor) fitsLocked(c *ExecutorClient, size, own int) bool {
 	return fitsBudget && fitsShare
 }
 
-// queueRoomLocked reports whether a job of client c may be queued: the
-// queue has room, and c holds fewer than its share of it or no other
-// client has a job queued.
-func (e *Executor) queueRoomLocked(c *ExecutorClient) bool {
+// queueRoomLocked reports whether a job of client c may be queued: c holds
+// fewer than its share of the queue or no other client has a job queued,
+// and the queue has room, or it is full and the client holding the most
+// queued jobs holds at least two more than c: then its newest queued job
+// is to give its place (displace, which the caller refuses once the job is
+// admitted). So a flood that filled the queue gives way to a newcomer, and
+// under contention the queue converges to equal parts.
+func (e *Executor) queueRoomLocked(c *ExecutorClient) (room bool, displace *job) {
 	othersWait := e.queued > c.queue.len
-	return e.queued < e.maxQueue && (c.queue.len < e.maxClientQueue || !othersWait)
+	switch {
+	case c.queue.len >= e.maxClientQueue && othersWait:
+		return false, nil
+	case e.queued < e.maxQueue:
+		return true, nil
+	}
+	var longest *ExecutorClient
+	for _, other := range e.ready { // every client with a queued job
+		if longest == nil || other.queue.len > longest.queue.len {
+			longest = other
+		}
+	}
+	if longest == nil || longest.queue.len < c.queue.len+2 {
+		return false, nil
+	}
+	return true, longest.queue.tail
 }
 
 // chargeLocked counts n more bytes of client c.

@@ -76,8 +76,18 @@ func (e *Executor) admitLocked(j *job) (startNow bool, err error) {
 	// While a slot is free no job waits (see popReadyLocked), so the job
 	// starts: a client alone may take every slot.
 	startNow = e.running < e.maxConcurrency
-	if !startNow && !e.queueRoomLocked(c) || !e.fitsLocked(c, j.size, 0) {
+	var displaced *job
+	if !startNow {
+		var room bool
+		if room, displaced = e.queueRoomLocked(c); !room {
+			return false, ErrOverloaded
+		}
+	}
+	if !e.fitsLocked(c, j.size, 0) {
 		return false, ErrOverloaded
+	}
+	if displaced != nil {
+		e.refuseQueuedLocked(displaced)
 	}
 	e.chargeLocked(c, j.size)
 	if j.hold != nil {
@@ -154,18 +164,31 @@ func (e *Executor) expireDue() {
 	e.mu.Unlock()
 }
 
+// refuseQueuedLocked takes j, a queued job, out of the queue to make room
+// for another client's job, and delivers its OutcomeRefused: it never runs.
+func (e *Executor) refuseQueuedLocked(j *job) {
+	e.dequeueLocked(j)
+	j.sub.deliverLocked(Outcome{Ref: j.ref, Key: j.key, Kind: OutcomeRefused})
+}
+
+// dequeueLocked removes j, a queued job, from the queue for good: it
+// never runs, its key is free and its bytes are released.
+func (e *Executor) dequeueLocked(j *job) {
+	c := j.sub.client
+	c.queue.remove(j)
+	e.queued--
+	e.updateReadyLocked(c)
+	e.forgetLocked(j)
+	e.releaseJobBytesLocked(j)
+	j.state = jobFinished
+}
+
 // stopLocked ends j's claim to an outcome because it was cancelled or its
 // submitter closed: a queued job leaves the queue and never runs; a running
 // job's context is cancelled and its slot stays held until it returns.
 func (e *Executor) stopLocked(j *job) {
 	if j.state == jobQueued {
-		c := j.sub.client
-		c.queue.remove(j)
-		e.queued--
-		e.updateReadyLocked(c)
-		e.forgetLocked(j)
-		e.releaseJobBytesLocked(j)
-		j.state = jobFinished
+		e.dequeueLocked(j)
 		return
 	}
 	e.abandonLocked(j)

@@ -117,6 +117,29 @@ func TestWorkConservingShares(t *testing.T) {
 			},
 		},
 		{
+			name: "a newcomer finding the queue full takes the place of the flooder's newest queued job",
+			opts: ExecutorOptions{MaxConcurrency: 2, MaxQueue: 3},
+			run: func(w *shareWorld) {
+				a0 := w.block(w.a, "a0")
+				w.block(w.a, "a1")
+				w.queue(w.a, "q0", 0)
+				w.queue(w.a, "q1", 0)
+				w.queue(w.a, "q2", 0)
+				w.queue(w.b, "newcomer", 0) // the queue was full: q2 gives way
+				o := receive(w.t, w.a)
+				if o.Key != "q2" || o.Kind != OutcomeRefused {
+					w.t.Fatalf("the flooder's outcome: %s %v, want q2 refused", o.Key, o.Kind)
+				}
+				expectStats(w.t, w.e, 2, 3)
+				w.refused(w.b, "b1", 0) // 2 and 1 queued: the flooder holds one more only
+				w.refused(w.a, "q3", 0)
+				close(a0.release) // the flooder still runs a1: the newcomer is next
+				for _, want := range []string{"newcomer", "q0", "q1"} {
+					w.next(want)
+				}
+			},
+		},
+		{
 			name: "the byte share binds only while another client holds bytes",
 			opts: ExecutorOptions{MaxConcurrency: 1, MaxInflightBytes: 100, MaxClientInflightBytes: 30},
 			run: func(w *shareWorld) {

@@ -47,7 +47,8 @@ func (s *Submitter) Submit(key string, timeout time.Duration, work func(ctx cont
 // Errors, in order of precedence:
 // ErrExecutorClosed, ErrSubmitterClosed, ErrDuplicateKey (the key is admitted
 // and its outcome not yet delivered or cancelled), ErrOverloaded (the job
-// cannot start and MaxQueue jobs are queued, or its client's MaxClientQueue;
+// cannot start and MaxQueue jobs are queued, with no other client's queued
+// job to displace, or its client holds MaxClientQueue while others wait;
 // or size does not fit in what is left of MaxInflightBytes, or of its
 // client's share, while other bytes are in flight). Otherwise the job starts
 // at once (a slot is free and its client runs fewer than

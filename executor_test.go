@@ -205,6 +205,7 @@ func TestOutcomeKindString(t *testing.T) {
 		{OutcomeCancelled, "cancelled"},
 		{OutcomeTimedOut, "timedOut"},
 		{OutcomeFailed, "failed"},
+		{OutcomeRefused, "refused"},
 		{0, "OutcomeKind(0)"},
 	}
 	for _, tc := range tests {

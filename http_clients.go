@@ -334,12 +334,16 @@ func refuseUnread(w http.ResponseWriter, err error) {
 // this address (see HTTPOptions.ClientKey); the address is still what
 // client.address reports.
 func (h *HTTPHandler) ClientAddress(r *http.Request) string {
-	peer, ok := parseHostAddr(r.RemoteAddr)
-	if !ok {
-		return hostWithoutPort(r.RemoteAddr)
-	}
-	if len(h.opts.TrustedProxies) == 0 || !h.trusted(peer) {
-		return peer.String()
+	host := hostWithoutPort(r.RemoteAddr) // a substring: no allocation on the common path
+	peer, ok := parseHostAddr(host)
+	switch {
+	case !ok:
+		return host
+	case len(h.opts.TrustedProxies) == 0 || !h.trusted(peer):
+		if peer.BitLen() == 32 && strings.Contains(host, ":") { // IPv4-mapped IPv6, unmapped
+			return peer.String()
+		}
+		return host
 	}
 	hops := forwardedHops(r.Header)
 	current := peer
@@ -399,14 +403,15 @@ func forwardedHops(header http.Header) []string {
 // them); an IPv4-mapped IPv6 address is its IPv4 address. False when it is
 // not an address.
 func parseHostAddr(s string) (netip.Addr, bool) {
-	if ap, err := netip.ParseAddrPort(s); err == nil {
+	// Without a port first: a remote address's host parses at once (a
+	// failed parse allocates its error).
+	if a, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(s, "["), "]")); err == nil {
+		return a.Unmap(), a.Zone() == ""
+	}
+	if ap, err := netip.ParseAddrPort(s); err == nil && ap.Addr().Zone() == "" {
 		return ap.Addr().Unmap(), true
 	}
-	a, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(s, "["), "]"))
-	if err != nil || a.Zone() != "" {
-		return netip.Addr{}, false
-	}
-	return a.Unmap(), true
+	return netip.Addr{}, false
 }
 
 // ParseTrustedProxies parses a comma-separated list of CIDR prefixes or

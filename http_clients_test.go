@@ -533,3 +533,32 @@ func TestHTTPSessionsPerClient(t *testing.T) {
 		t.Fatalf("after one of its sessions ended: status %d, want a session", status)
 	}
 }
+
+// The 2026 listen streams of one client (MaxSubscriptions) are counted by
+// its client address: behind a trusted proxy, by the forwarded address, so
+// each user behind it has a quota of its own, and one user's second stream
+// is refused.
+func TestHTTPListenStreamsPerForwardedClient(t *testing.T) {
+	s := newHTTPTestServer(t, nil, HTTPOptions{MaxSubscriptions: 1, TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
+	listen := func(id, user string) *http.Response {
+		header := stateless("subscriptions/listen", "")
+		header["X-Forwarded-For"] = user
+		resp, err := s.postWith(t.Context(), http.DefaultClient, header, strings.NewReader(`{"jsonrpc":"2.0","id":"`+id+`","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},`+meta2026+`}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	for _, user := range []string{"203.0.113.1", "203.0.113.2"} {
+		resp := listen("L"+user, user)
+		defer resp.Body.Close()
+		if got := newSSEReader(t, resp).nextMessage(); !strings.Contains(got, "notifications/subscriptions/acknowledged") {
+			t.Fatalf("user %s's stream: first event %s, want the acknowledgement", user, got)
+		}
+	}
+	second := listen("M", "203.0.113.1")
+	if body := readBody(t, second); second.StatusCode != http.StatusInternalServerError || !strings.Contains(body, "subscription capacity") {
+		t.Fatalf("a user's second listen stream beyond MaxSubscriptions: status %d, body %s", second.StatusCode, body)
+	}
+	s.h.CloseStreams()
+}

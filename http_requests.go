@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -240,7 +239,7 @@ func (c *changeHub) put(change Change) {
 
 // clientQuota counts what clients without a session of their own hold at
 // once (2026-07-28 listen streams): at most perClient per client and total
-// in all. A client is the host of its remote address. Shared by the
+// in all. A client is its client address (HTTPHandler.ClientAddress). Shared by the
 // goroutines of every such request, so a mutex guards it: each call is one
 // map operation.
 type clientQuota struct {
@@ -251,14 +250,10 @@ type clientQuota struct {
 	held map[string]int
 }
 
-// forClient returns the quota of the client of r, for a connection's
-// listenQuota.
-func (q *clientQuota) forClient(r *http.Request) quota {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	return clientShare{q: q, client: host}
+// forClient returns the quota of the client at address (see
+// HTTPHandler.ClientAddress), for a connection's listenQuota.
+func (q *clientQuota) forClient(address string) quota {
+	return clientShare{q: q, client: address}
 }
 
 // clientShare is one client's view of a clientQuota.

@@ -54,7 +54,7 @@ func (h *HTTPHandler) serveStateless(w http.ResponseWriter, r *http.Request, msg
 	}
 	var listenQuota quota // only a listen stream takes a place in it
 	if msg.method == methodSubscriptionsListen {
-		listenQuota = h.listens.forClient(r)
+		listenQuota = h.listens.forClient(h.ClientAddress(r))
 	}
 	h.initSubmitterFor(&p.sub, msg)
 	conn := &p.conn
