@@ -375,13 +375,19 @@ func TestSQLStoreStatementTimeout(t *testing.T) {
 	ctx := context.Background()
 	db, config := openTestDB(t)
 	table := testTable(t)
-	store, err := NewSQLTaskStore(ctx, SQLTaskStoreOptions{DB: db, Table: table, Logger: discardLogger(), StatementTimeout: 200 * time.Millisecond,
+	store, err := NewSQLTaskStore(ctx, SQLTaskStoreOptions{DB: db, Table: table, Logger: discardLogger(), StatementTimeout: 2 * time.Second,
 		Notifier: &pgNotifier{config: config, channel: table}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	rt, err := NewRuntime(RuntimeOptions{ServerInfo: Implementation{Name: "t", Version: "1"}, Logger: discardLogger(), Tasks: TaskOptions{Store: store}})
+	logs := &lockedBuffer{}
+	defer func() {
+		if t.Failed() {
+			t.Logf("the runtime's log:\n%s", logs.String())
+		}
+	}()
+	rt, err := NewRuntime(RuntimeOptions{ServerInfo: Implementation{Name: "t", Version: "1"}, Logger: slog.New(slog.NewTextHandler(logs, nil)), Tasks: TaskOptions{Store: store}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -392,8 +398,12 @@ func TestSQLStoreStatementTimeout(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	defer close(release)
 	id := createTaskViaRuntime(t, rt, "job")
+	changed, stopWatch, err := store.Watch(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stopWatch()
 	locker, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -409,6 +419,14 @@ func TestSQLStoreStatementTimeout(t *testing.T) {
 	reply = rt.Dispatch(ctx, taskRequest(methodTasksGet, `{"taskId":"`+id+`"}`))
 	if reply.Error != nil || !strings.Contains(string(reply.Result), `"status":"working"`) {
 		t.Fatalf("tasks/get once the lock is gone = %+v (%s), want the working task", reply.Error, reply.Result)
+	}
+	close(release)
+	for {
+		rec, err := store.Get(ctx, id)
+		if err == nil && rec.Status == TaskCompleted && rec.Held == 0 {
+			return
+		}
+		waitFor(t, changed, "the task's end")
 	}
 }
 
@@ -462,4 +480,22 @@ func waitFor[T any](t testing.TB, ch <-chan T, what string) T {
 		t.Fatalf("timed out waiting for %s", what)
 		panic("unreachable")
 	}
+}
+
+// lockedBuffer is a log destination safe for concurrent writes.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
