@@ -35,10 +35,10 @@ func newTricklePipe(capacity, perTick int) *tricklePipe {
 	return &tricklePipe{capacity: capacity, perTick: perTick, room: make(chan struct{}, 1)}
 }
 
-// tick is one read of the pipe's reader.
-func (p *tricklePipe) tick() {
+// tick is one read of the pipe's reader, of at most n bytes.
+func (p *tricklePipe) tick(n int) {
 	p.mu.Lock()
-	n := min(p.perTick, p.held)
+	n = min(n, p.held)
 	p.held -= n
 	p.mu.Unlock()
 	if n > 0 {
@@ -46,14 +46,20 @@ func (p *tricklePipe) tick() {
 	}
 }
 
-// drain runs the reader until stop is closed, one tick per period.
+// drain runs the reader until stop is closed: it reads perTick bytes for
+// each period that has passed, so that a reader scheduled late (a busy
+// machine drops ticker ticks) catches up and its rate stays steady, never
+// faster than perTick a period.
 func (p *tricklePipe) drain(period time.Duration, stop <-chan struct{}) {
 	t := time.NewTicker(period)
 	defer t.Stop()
+	last := time.Now()
 	for {
 		select {
-		case <-t.C:
-			p.tick()
+		case now := <-t.C:
+			periods := int(now.Sub(last) / period)
+			last = last.Add(time.Duration(periods) * period)
+			p.tick(periods * p.perTick)
 		case <-stop:
 			return
 		}
