@@ -83,6 +83,8 @@ type connConfig struct {
 	// to onPeerCall. Nil makes one (the stdio transport makes it first, for
 	// Notify).
 	calls chan *peerCall
+	// observer, when not nil, sees each request and the session (observer.go).
+	observer Observer
 }
 
 // quota is a count of something clients hold that a transport bounds across
@@ -126,6 +128,8 @@ type connection struct {
 	resourceSub map[string]bool          // URIs of resources/subscribe (initialize era)
 
 	inputEnded bool // no more messages come: no client response can arrive
+
+	sessionStart time.Time // when the observer was told of the session
 }
 
 // newConnection returns the connection cfg describes; its owner must call
@@ -144,6 +148,7 @@ func (c *connection) init(cfg connConfig) {
 		cfg.calls = make(chan *peerCall)
 	}
 	c.connConfig, c.done = cfg, make(chan struct{})
+	c.sessionStarted()
 }
 
 // execution is a message the connection admitted and waits for. It is also
@@ -186,6 +191,11 @@ type execution struct {
 	req    Request
 	peer   requestPeer
 	result workResult
+	// span is the request's observed operation (observer.go), nil when
+	// there is no observer; set by the owner before the job is submitted
+	// and never changed (the worker reads it). spanEnded is the owner's.
+	span      OperationSpan
+	spanEnded bool
 }
 
 // runtimeExecution is an execution with room for the record a
@@ -226,6 +236,8 @@ func (c *connection) pending() int { return c.byID.len() + len(c.untracked) + le
 // close cancels all work still admitted; nothing more is written. Calls
 // waiting on the connection fail.
 func (c *connection) close() {
+	c.abandonOperations()
+	c.sessionEnded()
 	c.sub.Close()
 	close(c.done)
 	for _, s := range c.subs {
@@ -296,6 +308,7 @@ func (c *connection) onMessage(m message) error {
 	if m.values != nil {
 		ex.job.ctx.values = m.values
 	}
+	c.startOperation(ex, &m)
 	if c.initializing > 0 {
 		c.held = append(c.held, ex)
 		c.heldBytes += m.size
@@ -318,8 +331,10 @@ func (c *connection) submit(ex *execution) error {
 	ref, err := c.sub.submit(&ex.job, c.requestTimeout)
 	switch {
 	case errors.Is(err, ErrOverloaded):
+		ex.endOperation(OperationEnd{Outcome: OperationRefused, ErrorCode: errCapacity.Code, ErrorMessage: errCapacity.Message, RefusedReason: "capacity"})
 		return c.answer(ex.route, ex.errorFrame(errCapacity))
 	case err != nil: // the executor closed under us
+		ex.endOperation(OperationEnd{Outcome: OperationFailed, ErrorCode: errWorkerFailed.Code, ErrorMessage: errWorkerFailed.Message})
 		if werr := c.answer(ex.route, ex.errorFrame(errWorkerFailed)); werr != nil {
 			return werr
 		}
@@ -365,6 +380,7 @@ func (c *connection) inFlight(id string) bool {
 func (ex *execution) execute(ctx context.Context) any {
 	c := ex.conn
 	ex.peer = requestPeer{calls: c.calls, done: c.done, ex: ex}
+	ctx = ex.observedContext(ctx)
 	ex.result = serveEnvelope(ctx, c.dispatcher, &ex.req, ex.env, ex.id, &ex.peer)
 	return nil
 }
@@ -424,6 +440,7 @@ func (c *connection) settle(ex *execution, o Outcome) error {
 	switch o.Kind {
 	case OutcomeCompleted:
 		res := ex.result
+		ex.endAnswered(&res)
 		if res.reply.Listen != nil {
 			return c.openSubscription(ex, res.reply.Listen)
 		}
@@ -435,12 +452,15 @@ func (c *connection) settle(ex *execution, o Outcome) error {
 		c.applyReply(res.reply)
 		return c.answer(ex.route, res.frame)
 	case OutcomeTimedOut:
+		ex.endOperation(OperationEnd{Outcome: OperationTimedOut, ErrorCode: errRequestTimedOut.Code, ErrorMessage: errRequestTimedOut.Message})
 		c.log.Warn("mcpstdio: request timed out", "method", ex.method, "id", ex.id)
 		return c.answer(ex.route, ex.errorFrame(errRequestTimedOut))
 	case OutcomeFailed:
+		ex.endOperation(OperationEnd{Outcome: OperationFailed, ErrorCode: errWorkerFailed.Code, ErrorMessage: errWorkerFailed.Message})
 		c.log.Error("mcpstdio: request worker failed", "method", ex.method, "id", ex.id, "panic", o.Panic)
 		return c.answer(ex.route, ex.errorFrame(errWorkerFailed))
 	}
+	ex.endOperation(OperationEnd{Outcome: OperationCancelled})
 	return c.answer(ex.route, nil)
 }
 
@@ -537,6 +557,7 @@ func (c *connection) onCancel(params []byte) error {
 	}
 	if i := c.heldIndex(id); i >= 0 {
 		if ex := c.held[i]; ex.method != methodInitialize {
+			ex.endOperation(OperationEnd{Outcome: OperationCancelled})
 			c.dropHeld(i)
 			return c.answer(ex.route, nil)
 		}
@@ -557,6 +578,7 @@ func (c *connection) cancelRoute(r route) {
 		if rootRoute(ex.route) != r {
 			return false
 		}
+		ex.endOperation(OperationEnd{Outcome: OperationCancelled})
 		c.heldBytes -= ex.job.size
 		return true
 	})
@@ -574,6 +596,7 @@ func (c *connection) cancelRoute(r route) {
 
 // stop cancels and forgets ex; what it held behind it goes on.
 func (c *connection) stop(ex *execution) {
+	ex.endOperation(OperationEnd{Outcome: OperationCancelled})
 	c.sub.cancelJob(&ex.job)
 	c.forget(ex)
 	if ex.gates {
@@ -583,6 +606,7 @@ func (c *connection) stop(ex *execution) {
 
 // cancel stops ex, forgets it and ends its answer without a response.
 func (c *connection) cancel(ex *execution) error {
+	ex.endOperation(OperationEnd{Outcome: OperationCancelled})
 	c.sub.cancelJob(&ex.job)
 	c.forget(ex)
 	return c.answer(ex.route, nil)

@@ -57,6 +57,7 @@ func newCoordinator(ctx context.Context, t *Transport, source messageSource, wri
 		maxSubscriptions: t.opts.MaxSubscriptions,
 		sessionID:        newSessionID(),
 		calls:            t.calls,
+		observer:         t.opts.Observer,
 	})
 	if !t.ownsExec {
 		c.executorDone = t.executor.Done()

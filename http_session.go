@@ -122,6 +122,7 @@ func (h *HTTPHandler) startSession(x *httpExchange, owner string, client, creato
 		maxSubscriptions: h.opts.MaxSubscriptions,
 		sessionID:        s.id,
 		changes:          s.changes,
+		observer:         h.opts.Observer,
 	})
 	s.creating = x
 	s.standalone = s.newStream()

@@ -48,8 +48,9 @@ type config struct {
 	allowedHosts, allowedOrigins              []string
 	keepAlive                                 time.Duration
 	pageSize                                  int
-	auth                                      authFlags   // main_auth.go
-	tasks                                     TaskOptions // the tasks extension's bounds
+	auth                                      authFlags      // main_auth.go
+	telemetry                                 telemetryFlags // main_telemetry.go
+	tasks                                     TaskOptions    // the tasks extension's bounds
 	maxConnections, maxHeaderBytes            int
 	// Each client's share of the executor with -http; 0: a quarter.
 	maxClientConcurrency, maxClientQueue, maxClientInflightBytes, maxClientSessions int
@@ -83,6 +84,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&origins, "http-allowed-origins", "", "with -http, comma-separated Origin values (scheme://host[:port]) accepted besides loopback origins")
 	fs.DurationVar(&c.keepAlive, "http-keep-alive", DefaultKeepAlive, "with -http, period of keep-alive comments on long-lived SSE streams")
 	c.auth.register(fs)
+	c.telemetry.register(fs)
 	fs.IntVar(&c.tasks.MaxTasks, "max-tasks", DefaultMaxTasks, "tasks kept at once, running or finished (the tasks extension)")
 	fs.IntVar(&c.tasks.MaxTasksPerOwner, "max-tasks-per-owner", DefaultMaxTasksPerOwner, "tasks kept at once for one connection or HTTP session")
 	fs.Int64Var(&c.tasks.MaxBytes, "max-task-bytes", DefaultMaxTaskBytes, "bytes of results, questions, answers and running tasks' requests kept by all tasks")
@@ -221,7 +223,7 @@ func run(args []string, stdin, stdout, stderr *os.File) int {
 	if err != nil {
 		return 2
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: c.logLevel}))
+	logger := slog.New(TraceLogHandler(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: c.logLevel})))
 	rt, err := NewRuntime(RuntimeOptions{
 		ServerInfo:       Implementation{Name: "mcpstdio", Title: "mcpstdio reference server", Version: serverVersion},
 		ProtocolVersions: c.protocols,
@@ -250,8 +252,14 @@ func run(args []string, stdin, stdout, stderr *os.File) int {
 		return 1
 	}
 	defer stopProfile()
+	tel, err := startTelemetry(c.telemetry, rt, logger, os.Getenv)
+	if err != nil {
+		fmt.Fprintln(stderr, "mcpstdio:", err)
+		return 2
+	}
+	defer tel.stop(logger)
 	if c.httpAddr != "" {
-		return serveHTTP(c, rt, logger, stderr)
+		return serveHTTP(c, rt, logger, stderr, tel)
 	}
 	// The signal handler is installed before stdin and stdout change mode
 	// and removed after they are restored (defers run last-in first-out),
@@ -280,10 +288,14 @@ func run(args []string, stdin, stdout, stderr *os.File) int {
 		MaxQueue:            c.maxQueue,
 		MaxInflightBytes:    c.maxInflightBytes,
 		Logger:              logger,
+		Observer:            tel.observer(),
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 2
+	}
+	if tel.t != nil {
+		tel.t.ObserveTransport(tr)
 	}
 	setMemoryLimit(memoryLimit(c), logger)
 	if fi, err := stdin.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
