@@ -455,3 +455,32 @@ func withTraceparent(params json.RawMessage, sc SpanContext) json.RawMessage {
 // asRPCError reports whether err is (or wraps) an *RPCError, the client's
 // error response to a server-to-client request.
 func asRPCError(err error, target **RPCError) bool { return errors.As(err, target) }
+
+// startLinkedOperation starts, when ctx carries an observed request's span,
+// a span named "{what} {target}" linked to it (a task's run, which outlives
+// the request), and returns ctx carrying the new span. Without one it
+// returns ctx and nil.
+func startLinkedOperation(ctx context.Context, what, target string) (context.Context, OperationSpan) {
+	parent := operationSpanFromContext(ctx)
+	if parent == nil {
+		return ctx, nil
+	}
+	span := parent.StartLinked(what + " " + target)
+	if span == nil {
+		return ctx, nil
+	}
+	return ContextWithOperationSpan(ctx, span), span
+}
+
+// endLinkedOperation ends the span startLinkedOperation returned, if any:
+// failed when err is set, a tool error when toolError.
+func endLinkedOperation(span OperationSpan, toolError bool, err error) {
+	if span == nil {
+		return
+	}
+	e := OperationEnd{Outcome: OperationAnswered, ToolError: toolError}
+	if err != nil {
+		e.Outcome, e.ErrorMessage = OperationFailed, err.Error()
+	}
+	span.End(e)
+}

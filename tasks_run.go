@@ -129,7 +129,9 @@ func (rt *Runtime) runTaskCall(ctx context.Context, c *methodCall, entry *toolEn
 // start runs the handler in its own goroutine.
 func (t *taskRun) start() {
 	go func() {
-		res, err := runHandler(t.rt, t.c, t.req.Name, func() (*ToolResult, error) { return t.entry.handler(t.ctx, t.req) })
+		ctx, span := startLinkedOperation(t.ctx, "task run", t.req.Name)
+		res, err := runHandler(t.rt, t.c, t.req.Name, func() (*ToolResult, error) { return t.entry.handler(ctx, t.req) })
+		endLinkedOperation(span, res != nil && res.IsError, err)
 		t.finish(res, err)
 	}()
 }
