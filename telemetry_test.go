@@ -131,7 +131,9 @@ func telemetryRuntime(t *testing.T, started chan<- struct{}) *Runtime {
 		}
 		return &ToolResult{Content: []Content{TextContent(roots[0].URI)}}, nil
 	})
-	add("fail", func(context.Context, *HandlerRequest) (*ToolResult, error) { return nil, errors.New("failed on purpose") })
+	add("fail", func(context.Context, *HandlerRequest) (*ToolResult, error) {
+		return nil, errors.New("failed on purpose")
+	})
 	add("block", func(ctx context.Context, _ *HandlerRequest) (*ToolResult, error) {
 		if started != nil {
 			started <- struct{}{}
