@@ -308,7 +308,6 @@ func (c *connection) onMessage(m message) error {
 	if m.values != nil {
 		ex.job.ctx.values = m.values
 	}
-	c.startOperation(ex, &m)
 	if c.initializing > 0 {
 		c.held = append(c.held, ex)
 		c.heldBytes += m.size
@@ -328,6 +327,7 @@ func (c *connection) submit(ex *execution) error {
 			ex.header[headerProtocolVersion] = v
 		}
 	}
+	c.startOperation(ex)
 	ref, err := c.sub.submit(&ex.job, c.requestTimeout)
 	switch {
 	case errors.Is(err, ErrOverloaded):

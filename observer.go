@@ -280,16 +280,17 @@ func TraceContextFromParams(params []byte) TraceContext {
 	}
 }
 
-// startOperation starts the span of ex, a request just received, when the
+// startOperation starts the span of ex, a request about to be submitted
+// (one held behind an initialize is submitted, and so observed, once the
+// initialize is answered, with the version it negotiated), when the
 // connection has an observer.
-func (c *connection) startOperation(ex *execution, m *message) {
+func (c *connection) startOperation(ex *execution) {
 	if c.observer == nil || !ex.request {
 		return
 	}
-	values := ex.job.ctx.values
 	ex.span = c.observer.StartOperation(&OperationStart{
 		Method: ex.method, RequestID: ex.id, SessionID: c.sessionID, Transport: c.transport,
-		ProtocolVersion: c.session.ProtocolVersion, Params: m.env.params, Values: values, Received: time.Now(),
+		ProtocolVersion: c.session.ProtocolVersion, Params: ex.env.params, Values: ex.job.ctx.values, Received: time.Now(),
 	})
 }
 
