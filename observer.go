@@ -18,6 +18,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"time"
 )
 
@@ -484,4 +485,107 @@ func endLinkedOperation(span OperationSpan, toolError bool, err error) {
 		e.Outcome, e.ErrorMessage = OperationFailed, err.Error()
 	}
 	span.End(e)
+}
+
+// Attribute is a span or metric attribute with a string value.
+type Attribute struct{ Key, Value string }
+
+// Conventions returns the span name and attributes OpenTelemetry's MCP
+// semantic conventions give the SERVER span of op: the name
+// "{mcp.method.name} {target}" (the tool or prompt name; the method alone
+// without one), mcp.method.name, jsonrpc.request.id, gen_ai.tool.name and
+// gen_ai.operation.name, gen_ai.prompt.name, mcp.resource.uri,
+// mcp.protocol.version, mcp.session.id, network.transport (pipe on stdio,
+// tcp with network.protocol.name http over HTTP) and client.address. What
+// the client chose is read from op.Params defensively: a member that is
+// absent or not a string is left out.
+func (op *OperationStart) Conventions() (name string, attrs []Attribute) {
+	name, target := op.Method, ""
+	attrs = make([]Attribute, 0, 12)
+	attrs = append(attrs, Attribute{"mcp.method.name", op.Method})
+	if id, ok := decodeString([]byte(op.RequestID)); ok {
+		attrs = append(attrs, Attribute{"jsonrpc.request.id", id})
+	} else if op.RequestID != "" {
+		attrs = append(attrs, Attribute{"jsonrpc.request.id", op.RequestID})
+	}
+	switch op.Method {
+	case "tools/call":
+		if target = stringMember(op.Params, "name"); target != "" {
+			attrs = append(attrs, Attribute{"gen_ai.tool.name", target}, Attribute{"gen_ai.operation.name", "execute_tool"})
+		}
+	case "prompts/get":
+		if target = stringMember(op.Params, "name"); target != "" {
+			attrs = append(attrs, Attribute{"gen_ai.prompt.name", target})
+		}
+	case "resources/read", "resources/subscribe", "resources/unsubscribe":
+		if uri := stringMember(op.Params, "uri"); uri != "" {
+			attrs = append(attrs, Attribute{"mcp.resource.uri", uri})
+		}
+	}
+	if target != "" {
+		name += " " + target
+	}
+	version := op.ProtocolVersion
+	if version == "" {
+		if meta, ok := lookupMember(op.Params, "_meta"); ok {
+			version = stringMember(meta, metaKeyProtocolVersion)
+		}
+	}
+	if version != "" {
+		attrs = append(attrs, Attribute{"mcp.protocol.version", version})
+	}
+	if op.SessionID != "" {
+		attrs = append(attrs, Attribute{"mcp.session.id", op.SessionID})
+	}
+	if op.Transport == "" {
+		attrs = append(attrs, Attribute{"network.transport", "pipe"})
+	} else {
+		attrs = append(attrs, Attribute{"network.transport", "tcp"}, Attribute{"network.protocol.name", "http"})
+		if info, _ := TransportInfoFromContext(op.Values); info.ClientAddress != "" {
+			attrs = append(attrs, Attribute{"client.address", info.ClientAddress})
+		}
+	}
+	return name, attrs
+}
+
+// ErrorType is the error.type of an operation that ended as e, "" when it
+// succeeded: the JSON-RPC error code sent; tool_error for a tools/call
+// result with isError; timeout, cancelled and connection_closed for an
+// operation that was not answered by its handler (a timeout is answered
+// -32603, in rpc.response.status_code); _OTHER for a failure without a code.
+func (e OperationEnd) ErrorType() string {
+	code := ""
+	if e.ErrorCode != 0 {
+		code = strconv.Itoa(e.ErrorCode)
+	}
+	switch e.Outcome {
+	case OperationAnswered:
+		if code == "" && e.ToolError {
+			return "tool_error"
+		}
+		return code
+	case OperationTimedOut:
+		return "timeout"
+	case OperationCancelled:
+		return "cancelled"
+	case OperationAbandoned:
+		return "connection_closed"
+	case OperationRefused:
+		return code
+	}
+	if code == "" {
+		return "_OTHER"
+	}
+	return code
+}
+
+// stringMember returns the string member name of obj, "" when it is absent
+// or not a string.
+func stringMember(obj []byte, name string) string {
+	raw, ok := lookupMember(obj, name)
+	if !ok {
+		return ""
+	}
+	s, _ := decodeString(raw)
+	return s
 }

@@ -68,7 +68,6 @@ type Telemetry struct {
 	export   *otlpExporter // nil when nothing is exported
 
 	sessionsOpen atomic.Int64
-	running      atomic.Int64 // observed requests admitted and not yet ended
 }
 
 // NewTelemetry returns a Telemetry configured by opts and starts its
@@ -167,54 +166,13 @@ func (t *Telemetry) StartOperation(op *OperationStart) OperationSpan {
 			links = append(links, header)
 		}
 	}
-	name, target := op.Method, ""
-	attrs := make([]attribute, 0, 12)
-	attrs = append(attrs, stringAttr("mcp.method.name", op.Method))
-	if id, ok := decodeString([]byte(op.RequestID)); ok {
-		attrs = append(attrs, stringAttr("jsonrpc.request.id", id))
-	} else if op.RequestID != "" {
-		attrs = append(attrs, stringAttr("jsonrpc.request.id", op.RequestID))
-	}
-	switch op.Method {
-	case "tools/call":
-		if target = paramString(op.Params, "name"); target != "" {
-			attrs = append(attrs, stringAttr("gen_ai.tool.name", target), attribute{key: "gen_ai.operation.name", value: "execute_tool"})
-		}
-	case "prompts/get":
-		if target = paramString(op.Params, "name"); target != "" {
-			attrs = append(attrs, stringAttr("gen_ai.prompt.name", target))
-		}
-	case "resources/read", "resources/subscribe", "resources/unsubscribe":
-		if uri := paramString(op.Params, "uri"); uri != "" {
-			attrs = append(attrs, stringAttr("mcp.resource.uri", uri))
-		}
-	}
-	if target != "" {
-		name += " " + target
-	}
-	version := op.ProtocolVersion
-	if version == "" {
-		if meta, ok := lookupMember(op.Params, "_meta"); ok {
-			version = paramString(meta, metaKeyProtocolVersion)
-		}
-	}
-	if version != "" {
-		attrs = append(attrs, stringAttr("mcp.protocol.version", version))
-	}
-	if op.SessionID != "" {
-		attrs = append(attrs, stringAttr("mcp.session.id", op.SessionID))
-	}
-	if op.Transport == "" {
-		attrs = append(attrs, attribute{key: "network.transport", value: "pipe"})
-	} else {
-		attrs = append(attrs, attribute{key: "network.transport", value: "tcp"}, attribute{key: "network.protocol.name", value: "http"})
-		if info.ClientAddress != "" {
-			attrs = append(attrs, stringAttr("client.address", info.ClientAddress))
-		}
+	name, conv := op.Conventions()
+	attrs := make([]attribute, len(conv))
+	for i, a := range conv {
+		attrs[i] = stringAttr(a.Key, a.Value)
 	}
 	s := t.newSpan(name, spanKindServer, parent, hasParent, op.Received)
 	s.attrs, s.links, s.baggage, s.isServer = attrs, links, tc.Baggage, true
-	t.running.Add(1)
 	return s
 }
 
@@ -287,33 +245,14 @@ func (s *telemetrySpan) End(e OperationEnd) {
 		return
 	}
 	s.end = time.Now()
-	code := ""
 	if e.ErrorCode != 0 {
-		code = strconv.Itoa(e.ErrorCode)
-		s.attrs = append(s.attrs, attribute{key: "rpc.response.status_code", value: code})
+		s.attrs = append(s.attrs, attribute{key: "rpc.response.status_code", value: strconv.Itoa(e.ErrorCode)})
 	}
-	switch e.Outcome {
-	case OperationAnswered:
-		s.errType = code
-		if code == "" && e.ToolError {
-			s.errType = "tool_error"
-		}
-	case OperationTimedOut:
-		s.errType = "timeout"
-	case OperationCancelled:
-		s.errType = "cancelled"
-	case OperationAbandoned:
-		s.errType = "connection_closed"
-	case OperationRefused:
-		s.errType = code
+	if e.Outcome == OperationRefused {
 		s.attrs = append(s.attrs, stringAttr("mcp.request.refused.reason", e.RefusedReason))
 		s.t.metrics.refused(e.RefusedReason)
-	default:
-		s.errType = code
-		if s.errType == "" {
-			s.errType = "_OTHER"
-		}
 	}
+	s.errType = e.ErrorType()
 	s.errMsg = e.ErrorMessage
 	if s.errMsg == "" && s.errType != "" {
 		s.errMsg = s.errType
@@ -322,7 +261,6 @@ func (s *telemetrySpan) End(e OperationEnd) {
 		s.attrs = append(s.attrs, attribute{key: "error.type", value: s.errType})
 	}
 	if s.isServer {
-		s.t.running.Add(-1)
 		s.t.metrics.operation(s)
 	}
 	if s.sc.Sampled() && s.t.export != nil {
@@ -402,17 +340,6 @@ func BaggageFromContext(ctx context.Context) string {
 		return s.baggage
 	}
 	return ""
-}
-
-// paramString returns the string member name of obj, "" when it is absent or
-// not a string.
-func paramString(obj []byte, name string) string {
-	raw, ok := lookupMember(obj, name)
-	if !ok {
-		return ""
-	}
-	s, _ := decodeString(raw)
-	return s
 }
 
 // validTracestate accepts a tracestate of at most 512 characters of
