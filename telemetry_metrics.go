@@ -42,7 +42,7 @@ type histogramInstrument struct {
 }
 
 type histogramSeries struct {
-	attrs  []attribute
+	attrs  []telemetryAttr
 	counts [len(durationBuckets) + 1]uint64
 	count  uint64
 	sum    float64
@@ -57,12 +57,12 @@ type counterInstrument struct {
 }
 
 type counterSeries struct {
-	attrs []attribute
+	attrs []telemetryAttr
 	value uint64
 }
 
 type gaugePoint struct {
-	attrs []attribute
+	attrs []telemetryAttr
 	value float64
 }
 
@@ -102,7 +102,7 @@ var operationMetricKeys = map[string]bool{"mcp.method.name": true, "error.type":
 	"rpc.response.status_code": true, "gen_ai.operation.name": true, "mcp.protocol.version": true, "network.transport": true, "network.protocol.name": true}
 
 func (m *telemetryMetrics) operation(s *telemetrySpan) {
-	attrs := make([]attribute, 0, 8)
+	attrs := make([]telemetryAttr, 0, 8)
 	for _, a := range s.attrs {
 		if operationMetricKeys[a.key] {
 			attrs = append(attrs, a)
@@ -119,18 +119,18 @@ func (m *telemetryMetrics) session(s SessionInfo, seconds float64) {
 		transport = "tcp"
 	}
 	m.mu.Lock()
-	m.sessions.record([]attribute{{key: "network.transport", value: transport}}, seconds)
+	m.sessions.record([]telemetryAttr{{key: "network.transport", value: transport}}, seconds)
 	m.mu.Unlock()
 }
 
 func (m *telemetryMetrics) refused(reason string) {
 	m.mu.Lock()
-	m.refusals.add([]attribute{stringAttr("reason", reason)}, 1)
+	m.refusals.add([]telemetryAttr{stringAttr("reason", reason)}, 1)
 	m.mu.Unlock()
 }
 
 // seriesKey is the identity of an attribute set.
-func seriesKey(attrs []attribute) string {
+func seriesKey(attrs []telemetryAttr) string {
 	sort.Slice(attrs, func(i, j int) bool { return attrs[i].key < attrs[j].key })
 	var b strings.Builder
 	for _, a := range attrs {
@@ -142,10 +142,10 @@ func seriesKey(attrs []attribute) string {
 	return b.String()
 }
 
-var overflowAttrs = []attribute{{key: "otel.metric.overflow", value: "true"}}
+var overflowAttrs = []telemetryAttr{{key: "otel.metric.overflow", value: "true"}}
 
 // record adds one observation; the caller holds the metrics' lock.
-func (h *histogramInstrument) record(attrs []attribute, v float64) {
+func (h *histogramInstrument) record(attrs []telemetryAttr, v float64) {
 	key := seriesKey(attrs)
 	s := h.series[key]
 	if s == nil {
@@ -170,7 +170,7 @@ func (h *histogramInstrument) record(attrs []attribute, v float64) {
 }
 
 // add adds n; the caller holds the metrics' lock.
-func (c *counterInstrument) add(attrs []attribute, n uint64) {
+func (c *counterInstrument) add(attrs []telemetryAttr, n uint64) {
 	key := seriesKey(attrs)
 	s := c.values[key]
 	if s == nil {
@@ -208,7 +208,7 @@ func (t *Telemetry) AddGauge(name, unit, description string, read func() map[str
 		for _, k := range sortedKeys(values) {
 			p := gaugePoint{value: values[k]}
 			if label != "" {
-				p.attrs = []attribute{stringAttr(label, k)}
+				p.attrs = []telemetryAttr{stringAttr(label, k)}
 			}
 			points = append(points, p)
 		}
@@ -230,7 +230,7 @@ func prometheusName(name, unit string) string {
 	return n
 }
 
-func writeLabels(w io.Writer, attrs []attribute, extra ...string) {
+func writeLabels(w io.Writer, attrs []telemetryAttr, extra ...string) {
 	if len(attrs) == 0 && len(extra) == 0 {
 		return
 	}

@@ -50,8 +50,8 @@ func newOTLPExporter(t *Telemetry) *otlpExporter {
 	})
 	m.gauge("otel.sdk.span.dropped", "{span}", "Spans dropped since start, by reason (queue_full: the export queue was full; export_failed: the collector did not take them).", func() []gaugePoint {
 		return []gaugePoint{
-			{attrs: []attribute{{key: "reason", value: "queue_full"}}, value: float64(e.dropped.Load())},
-			{attrs: []attribute{{key: "reason", value: "export_failed"}}, value: float64(e.failed.Load())},
+			{attrs: []telemetryAttr{{key: "reason", value: "queue_full"}}, value: float64(e.dropped.Load())},
+			{attrs: []telemetryAttr{{key: "reason", value: "export_failed"}}, value: float64(e.failed.Load())},
 		}
 	})
 	m.gauge("otel.sdk.span.exported", "{span}", "Spans the collector accepted since start.", func() []gaugePoint {
@@ -257,7 +257,7 @@ func (j *jsonBuffer) comma(i int) {
 		j.b = append(j.b, ',')
 	}
 }
-func (j *jsonBuffer) attributes(attrs []attribute) {
+func (j *jsonBuffer) attributes(attrs []telemetryAttr) {
 	j.raw(`[`)
 	for i, a := range attrs {
 		j.comma(i)

@@ -51,7 +51,7 @@ func (t *Telemetry) ObserveRuntime(rt *Runtime) {
 		store.mu.Unlock()
 		points := make([]gaugePoint, 0, len(counts))
 		for _, status := range sortedKeys(counts) {
-			points = append(points, gaugePoint{attrs: []attribute{{key: "mcp.task.status", value: status}}, value: float64(counts[status])})
+			points = append(points, gaugePoint{attrs: []telemetryAttr{{key: "mcp.task.status", value: status}}, value: float64(counts[status])})
 		}
 		return points
 	})

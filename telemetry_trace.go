@@ -63,7 +63,7 @@ type TelemetryOptions struct {
 // collector: a full queue drops.
 type Telemetry struct {
 	opts     TelemetryOptions
-	resource []attribute
+	resource []telemetryAttr
 	metrics  *telemetryMetrics
 	export   *otlpExporter // nil when nothing is exported
 
@@ -95,13 +95,13 @@ func NewTelemetry(opts TelemetryOptions) *Telemetry {
 		opts.ServiceName = "mcpstdio"
 	}
 	t := &Telemetry{opts: opts, metrics: newTelemetryMetrics()}
-	t.resource = append(t.resource, attribute{key: "service.name", value: opts.ServiceName})
+	t.resource = append(t.resource, telemetryAttr{key: "service.name", value: opts.ServiceName})
 	for _, k := range sortedKeys(opts.ResourceAttributes) {
 		if k != "service.name" {
-			t.resource = append(t.resource, attribute{key: k, value: opts.ResourceAttributes[k]})
+			t.resource = append(t.resource, telemetryAttr{key: k, value: opts.ResourceAttributes[k]})
 		}
 	}
-	t.resource = append(t.resource, attribute{key: "telemetry.sdk.name", value: "mcpstdio"}, attribute{key: "telemetry.sdk.language", value: "go"})
+	t.resource = append(t.resource, telemetryAttr{key: "telemetry.sdk.name", value: "mcpstdio"}, telemetryAttr{key: "telemetry.sdk.language", value: "go"})
 	t.metrics.gauge("mcp.server.session.count", "{session}", "Sessions open (stdio connections and HTTP sessions).", func() []gaugePoint {
 		return []gaugePoint{{value: float64(t.sessionsOpen.Load())}}
 	})
@@ -111,20 +111,20 @@ func NewTelemetry(opts TelemetryOptions) *Telemetry {
 	return t
 }
 
-// attribute is one span or metric attribute: a string, or an integer when
+// telemetryAttr is one span or metric attribute: a string, or an integer when
 // isInt.
-type attribute struct {
+type telemetryAttr struct {
 	key   string
 	value string
 	num   int64
 	isInt bool
 }
 
-func stringAttr(key, value string) attribute {
+func stringAttr(key, value string) telemetryAttr {
 	if len(value) > maxAttributeLength {
 		value = value[:maxAttributeLength]
 	}
-	return attribute{key: key, value: value}
+	return telemetryAttr{key: key, value: value}
 }
 
 // telemetrySpan is one span. Its fields are set when it starts and when it
@@ -138,7 +138,7 @@ type telemetrySpan struct {
 	kind     int
 	start    time.Time
 	end      time.Time
-	attrs    []attribute
+	attrs    []telemetryAttr
 	links    []SpanContext
 	baggage  string
 	errType  string // error.type; "" when it succeeded
@@ -167,7 +167,7 @@ func (t *Telemetry) StartOperation(op *OperationStart) OperationSpan {
 		}
 	}
 	name, conv := op.Conventions()
-	attrs := make([]attribute, len(conv))
+	attrs := make([]telemetryAttr, len(conv))
 	for i, a := range conv {
 		attrs[i] = stringAttr(a.Key, a.Value)
 	}
@@ -225,7 +225,7 @@ func (s *telemetrySpan) Context(ctx context.Context) context.Context { return ct
 func (s *telemetrySpan) StartClient(method string) OperationSpan {
 	c := s.t.newSpan(method, spanKindClient, s.sc, true, time.Now())
 	c.sc.Flags = s.sc.Flags
-	c.attrs = []attribute{stringAttr("mcp.method.name", method)}
+	c.attrs = []telemetryAttr{stringAttr("mcp.method.name", method)}
 	return c
 }
 
@@ -246,7 +246,7 @@ func (s *telemetrySpan) End(e OperationEnd) {
 	}
 	s.end = time.Now()
 	if e.ErrorCode != 0 {
-		s.attrs = append(s.attrs, attribute{key: "rpc.response.status_code", value: strconv.Itoa(e.ErrorCode)})
+		s.attrs = append(s.attrs, telemetryAttr{key: "rpc.response.status_code", value: strconv.Itoa(e.ErrorCode)})
 	}
 	if e.Outcome == OperationRefused {
 		s.attrs = append(s.attrs, stringAttr("mcp.request.refused.reason", e.RefusedReason))
@@ -258,7 +258,7 @@ func (s *telemetrySpan) End(e OperationEnd) {
 		s.errMsg = s.errType
 	}
 	if s.errType != "" {
-		s.attrs = append(s.attrs, attribute{key: "error.type", value: s.errType})
+		s.attrs = append(s.attrs, telemetryAttr{key: "error.type", value: s.errType})
 	}
 	if s.isServer {
 		s.t.metrics.operation(s)
