@@ -249,3 +249,21 @@ func TestTraceLogHandler(t *testing.T) {
 	}
 	span.End(OperationEnd{})
 }
+
+func TestTelemetryMetricSeriesAreBounded(t *testing.T) {
+	m := newTelemetryMetrics()
+	for i := range maxSeries + 100 {
+		m.ops.record([]telemetryAttr{{key: "mcp.method.name", value: "m" + strconv.Itoa(i)}}, 0.015)
+	}
+	if len(m.ops.series) != maxSeries+1 {
+		t.Fatalf("%d series, want %d and the overflow one", len(m.ops.series), maxSeries)
+	}
+	var b strings.Builder
+	m.writePrometheus(&b)
+	overflow := `mcp_server_operation_duration_seconds_count{otel_metric_overflow="true"} 100`
+	bucket := `mcp_server_operation_duration_seconds_bucket{mcp_method_name="m0",le="0.01"} 0` + "\n" +
+		`mcp_server_operation_duration_seconds_bucket{mcp_method_name="m0",le="0.02"} 1`
+	if !strings.Contains(b.String(), overflow) || !strings.Contains(b.String(), bucket) {
+		t.Fatalf("exposition lacks %q or %q", overflow, bucket)
+	}
+}

@@ -15,7 +15,11 @@ import (
 // durationBuckets are the explicit bucket boundaries the MCP semantic
 // conventions give mcp.server.operation.duration and
 // mcp.server.session.duration, in seconds.
-var durationBuckets = [...]float64{0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300}
+func durationBuckets() [durationBucketCount]float64 {
+	return [durationBucketCount]float64{0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300}
+}
+
+const durationBucketCount = 14
 
 // maxSeries bounds the attribute sets one instrument keeps: a client that
 // sends ever new method names cannot grow memory. Beyond it, points are
@@ -43,7 +47,7 @@ type histogramInstrument struct {
 
 type histogramSeries struct {
 	attrs  []telemetryAttr
-	counts [len(durationBuckets) + 1]uint64
+	counts [durationBucketCount + 1]uint64
 	count  uint64
 	sum    float64
 	min    float64
@@ -96,15 +100,22 @@ func (m *telemetryMetrics) gauge(name, unit, description string, read func() []g
 	m.mu.Unlock()
 }
 
-// operationAttributes are the attributes of s that the convention puts on
-// mcp.server.operation.duration (not the high-cardinality ones).
-var operationMetricKeys = map[string]bool{"mcp.method.name": true, "error.type": true, "gen_ai.tool.name": true, "gen_ai.prompt.name": true,
-	"rpc.response.status_code": true, "gen_ai.operation.name": true, "mcp.protocol.version": true, "network.transport": true, "network.protocol.name": true}
+// operationMetricKey reports whether the convention puts the span
+// attribute key on mcp.server.operation.duration (the high-cardinality ones,
+// ids and URIs, it leaves out).
+func operationMetricKey(key string) bool {
+	switch key {
+	case "mcp.method.name", "error.type", "gen_ai.tool.name", "gen_ai.prompt.name", "rpc.response.status_code",
+		"gen_ai.operation.name", "mcp.protocol.version", "network.transport", "network.protocol.name":
+		return true
+	}
+	return false
+}
 
 func (m *telemetryMetrics) operation(s *telemetrySpan) {
 	attrs := make([]telemetryAttr, 0, 8)
 	for _, a := range s.attrs {
-		if operationMetricKeys[a.key] {
+		if operationMetricKey(a.key) {
 			attrs = append(attrs, a)
 		}
 	}
@@ -142,7 +153,9 @@ func seriesKey(attrs []telemetryAttr) string {
 	return b.String()
 }
 
-var overflowAttrs = []telemetryAttr{{key: "otel.metric.overflow", value: "true"}}
+func overflowAttrs() []telemetryAttr {
+	return []telemetryAttr{{key: "otel.metric.overflow", value: "true"}}
+}
 
 // record adds one observation; the caller holds the metrics' lock.
 func (h *histogramInstrument) record(attrs []telemetryAttr, v float64) {
@@ -153,7 +166,8 @@ func (h *histogramInstrument) record(attrs []telemetryAttr, v float64) {
 			h.series = make(map[string]*histogramSeries)
 		}
 		if len(h.series) >= maxSeries {
-			attrs, key = overflowAttrs, seriesKey(overflowAttrs)
+			attrs = overflowAttrs()
+			key = seriesKey(attrs)
 			s = h.series[key]
 		}
 		if s == nil {
@@ -162,7 +176,8 @@ func (h *histogramInstrument) record(attrs []telemetryAttr, v float64) {
 			h.order = append(h.order, key)
 		}
 	}
-	i := sort.SearchFloat64s(durationBuckets[:], v) // first bound >= v: buckets are (prev, bound]
+	bounds := durationBuckets()
+	i := sort.SearchFloat64s(bounds[:], v) // first bound >= v: buckets are (prev, bound]
 	s.counts[i]++
 	s.count++
 	s.sum += v
@@ -178,7 +193,8 @@ func (c *counterInstrument) add(attrs []telemetryAttr, n uint64) {
 			c.values = make(map[string]*counterSeries)
 		}
 		if len(c.values) >= maxSeries {
-			attrs, key = overflowAttrs, seriesKey(overflowAttrs)
+			attrs = overflowAttrs()
+			key = seriesKey(attrs)
 			s = c.values[key]
 		}
 		if s == nil {
@@ -270,7 +286,7 @@ func (m *telemetryMetrics) writePrometheus(w io.Writer) {
 		for _, key := range h.order {
 			s := h.series[key]
 			var cumulative uint64
-			for i, bound := range durationBuckets {
+			for i, bound := range durationBuckets() {
 				cumulative += s.counts[i]
 				b.WriteString(name + "_bucket")
 				writeLabels(&b, s.attrs, `le="`+formatFloat(bound)+`"`)

@@ -380,7 +380,7 @@ func encodeMetrics(t *Telemetry) []byte {
 				j.uint64s(c)
 			}
 			j.raw(`],"explicitBounds":[`)
-			for k, bound := range durationBuckets {
+			for k, bound := range durationBuckets() {
 				j.comma(k)
 				j.float(bound)
 			}
