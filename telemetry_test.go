@@ -332,3 +332,60 @@ func TestTelemetryTimedOut(t *testing.T) {
 		t.Errorf("timed-out span: %+v", timedOut)
 	}
 }
+
+func TestTelemetryTaskRunIsALinkedSpan(t *testing.T) {
+	col := newTestCollector(t, nil)
+	tel := newTestTelemetry(t, col, 64)
+	rt, err := NewRuntime(RuntimeOptions{ServerInfo: Implementation{Name: "t", Version: "1"}, Tasks: TaskOptions{PollBurst: 1000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	err = rt.AddTool(Tool{Name: "job", InputSchema: json.RawMessage(`{"type":"object"}`), Execution: &ToolExecution{TaskSupport: "required"}},
+		func(ctx context.Context, req *HandlerRequest) (*ToolResult, error) {
+			<-release
+			return &ToolResult{Content: []Content{TextContent("done")}}, nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, client, err := NewMemoryTransport(rt, Options{Observer: tel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- tr.Serve(context.Background()) }()
+	defer func() { client.Close(); <-served }()
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":` + tasksCaps
+	telSend(t, client, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"job","arguments":{},`+meta+`,"traceparent":"`+testParent+`"}}}`)
+	var created struct {
+		Result struct {
+			TaskID string `json:"taskId"`
+		} `json:"result"`
+	}
+	raw, _ := json.Marshal(telReceive(t, client))
+	json.Unmarshal(raw, &created)
+	if created.Result.TaskID == "" {
+		t.Fatalf("no task: %s", raw)
+	}
+	close(release)
+	// The run's span ends before the task's status changes: once tasks/get
+	// says completed, it has ended.
+	for i := 0; ; i++ {
+		telSend(t, client, `{"jsonrpc":"2.0","id":"get","method":"tasks/get","params":{"taskId":"`+created.Result.TaskID+`",`+meta+`}}}`)
+		if res := telReceive(t, client); strings.Contains(string(res["result"]), `"completed"`) {
+			break
+		} else if i > 500 {
+			t.Fatalf("the task did not complete: %s", res["result"])
+		}
+	}
+	spans := flush(t, tel, col)
+	call := spanNamed(t, spans, "tools/call job")
+	run := spanNamed(t, spans, "task run job")
+	if call.TraceID != testTraceID || call.ParentSpanID != testParentID {
+		t.Errorf("the call's span: %+v", call)
+	}
+	if run.TraceID == testTraceID || run.ParentSpanID != "" || len(run.Links) != 1 || run.Links[0].SpanID != call.SpanID || run.Links[0].TraceID != call.TraceID {
+		t.Errorf("the task's run is not a root span linked to the call's: %+v (call %+v)", run, call)
+	}
+}
