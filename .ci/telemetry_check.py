@@ -10,7 +10,8 @@ Usage: telemetry_check.py BINARY
    conventions' histogram buckets, the gauges and the dropped spans; the process exits 0
    within its flush deadline.
 2. A collector that answers 503 to everything: the same, and the collector saw the retries.
-Prints the numbers (RSS, drops, export attempts) for the record.
+Prints the numbers (RSS, drops, export attempts) for the record. MCPSTDIO_TELEMETRY_CALLS sets
+the calls of the first load (default 20000).
 """
 import http.server
 import json
@@ -163,7 +164,8 @@ def load(endpoint, label, calls):
 
 
 def main():
-    load(f"http://127.0.0.1:{closed_port()}", "collector down", 20000)
+    calls = int(os.environ.get("MCPSTDIO_TELEMETRY_CALLS", "20000"))
+    load(f"http://127.0.0.1:{closed_port()}", "collector down", calls)
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Refusing)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
