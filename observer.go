@@ -6,7 +6,8 @@ package main
 // operation's fate is decided: a request received, refused, answered,
 // cancelled or timed out; a session opened and closed; a server-to-client
 // request sent and answered. With no observer each of those points is one
-// nil check: no allocation, no lock (BenchmarkObserverNone).
+// nil check: no allocation, no lock (TestEchoRoundTripAllocations,
+// BenchmarkObserver/none).
 //
 // Trace context (W3C Trace Context, SEP-414) is parsed here too, because the
 // core carries it: a request's span context goes into its handler's context
