@@ -184,10 +184,10 @@ func (r *HandlerRequest) Ask(ctx context.Context, key, method string, params any
 		return nil, err
 	}
 	if r.task != nil && r.task.enterAsk() {
-		return r.task.ask(ctx, key, method, encoded)
+		return r.task.ask(ctx, key, method, withTraceparentFromContext(ctx, encoded))
 	}
 	if r.ask.stateless {
-		return r.ask.answer(key, method, encoded)
+		return r.ask.answer(key, method, withTraceparentFromContext(ctx, encoded))
 	}
 	return r.ask.request(ctx, method, encoded)
 }

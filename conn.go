@@ -115,6 +115,8 @@ type connConfig struct {
 	// back the replay bytes another session's owner asked for through the
 	// same signal (httpSession.askShed).
 	beforeChanges func()
+	// observer, when not nil, sees each request and the session (observer.go).
+	observer Observer
 }
 
 // quota is a count of something clients hold that a transport bounds across
@@ -158,6 +160,8 @@ type connection struct {
 	resourceSub map[string]bool          // URIs of resources/subscribe (initialize era)
 
 	inputEnded bool // no more messages come: no client response can arrive
+
+	sessionStart time.Time // when the observer was told of the session
 }
 
 // newConnection returns the connection cfg describes; its owner must call
@@ -176,6 +180,7 @@ func (c *connection) init(cfg connConfig) {
 		cfg.calls = make(chan *peerCall)
 	}
 	c.connConfig, c.done = cfg, make(chan struct{})
+	c.sessionStarted()
 }
 
 // execution is a message the connection admitted and waits for. It is also
@@ -218,6 +223,11 @@ type execution struct {
 	req    Request
 	peer   requestPeer
 	result workResult
+	// span is the request's observed operation (observer.go), nil when
+	// there is no observer; set by the owner before the job is submitted
+	// and never changed (the worker reads it). spanEnded is the owner's.
+	span      OperationSpan
+	spanEnded bool
 }
 
 // runtimeExecution is an execution with room for the record a
@@ -251,6 +261,8 @@ func (c *connection) pending() int { return c.byID.len() + len(c.untracked) + le
 // close cancels all work still admitted; nothing more is written. Calls
 // waiting on the connection fail.
 func (c *connection) close() {
+	c.abandonOperations()
+	c.sessionEnded()
 	c.sub.Close()
 	close(c.done)
 	for _, s := range c.subs {
@@ -340,11 +352,14 @@ func (c *connection) submit(ex *execution) error {
 			ex.header[headerProtocolVersion] = v
 		}
 	}
+	c.startOperation(ex)
 	ref, err := c.sub.submit(&ex.job, c.requestTimeout)
 	switch {
 	case errors.Is(err, ErrOverloaded):
+		ex.endOperation(OperationEnd{Outcome: OperationRefused, ErrorCode: errCapacity.Code, ErrorMessage: errCapacity.Message, RefusedReason: "capacity"})
 		return c.answer(ex.route, ex.errorAnswer(errCapacity))
 	case err != nil: // the executor closed under us
+		ex.endOperation(OperationEnd{Outcome: OperationFailed, ErrorCode: errWorkerFailed.Code, ErrorMessage: errWorkerFailed.Message})
 		if werr := c.answer(ex.route, ex.errorAnswer(errWorkerFailed)); werr != nil {
 			return werr
 		}
@@ -390,6 +405,7 @@ func (c *connection) inFlight(id string) bool {
 func (ex *execution) execute(ctx context.Context) any {
 	c := ex.conn
 	ex.peer = requestPeer{calls: c.calls, done: c.done, ex: ex}
+	ctx = ex.observedContext(ctx)
 	ex.result = serveEnvelope(ctx, c.dispatcher, &ex.req, ex.env, ex.id, &ex.peer)
 	return nil
 }
@@ -449,6 +465,7 @@ func (c *connection) settle(ex *execution, o Outcome) error {
 	switch o.Kind {
 	case OutcomeCompleted:
 		res := ex.result
+		ex.endAnswered(&res)
 		if res.reply.Listen != nil {
 			return c.openSubscription(ex, res.reply.Listen)
 		}
@@ -460,14 +477,18 @@ func (c *connection) settle(ex *execution, o Outcome) error {
 		c.applyReply(res.reply)
 		return c.answer(ex.route, res.answer)
 	case OutcomeTimedOut:
+		ex.endOperation(OperationEnd{Outcome: OperationTimedOut, ErrorCode: errRequestTimedOut.Code, ErrorMessage: errRequestTimedOut.Message})
 		c.log.Warn("mcpstdio: request timed out", "method", ex.method, "id", ex.id)
 		return c.answer(ex.route, ex.errorAnswer(errRequestTimedOut))
 	case OutcomeRefused: // its queue place went to another client's request
+		ex.endOperation(OperationEnd{Outcome: OperationRefused, ErrorCode: errCapacity.Code, ErrorMessage: errCapacity.Message, RefusedReason: "capacity"})
 		return c.answer(ex.route, ex.errorAnswer(errCapacity))
 	case OutcomeFailed:
+		ex.endOperation(OperationEnd{Outcome: OperationFailed, ErrorCode: errWorkerFailed.Code, ErrorMessage: errWorkerFailed.Message})
 		c.log.Error("mcpstdio: request worker failed", "method", ex.method, "id", ex.id, "panic", o.Panic)
 		return c.answer(ex.route, ex.errorAnswer(errWorkerFailed))
 	}
+	ex.endOperation(OperationEnd{Outcome: OperationCancelled})
 	return c.answer(ex.route, noAnswer)
 }
 

@@ -41,6 +41,7 @@ func (c *connection) onCancel(params []byte) error {
 	}
 	if i := c.heldIndex(id); i >= 0 {
 		if ex := c.held[i]; ex.method != methodInitialize {
+			ex.endOperation(OperationEnd{Outcome: OperationCancelled})
 			c.dropHeld(i)
 			return c.answer(ex.route, noAnswer)
 		}
@@ -61,6 +62,7 @@ func (c *connection) cancelRoute(r route) {
 		if rootRoute(ex.route) != r {
 			return false
 		}
+		ex.endOperation(OperationEnd{Outcome: OperationCancelled})
 		c.heldBytes -= ex.job.size
 		return true
 	})
@@ -78,6 +80,7 @@ func (c *connection) cancelRoute(r route) {
 
 // stop cancels and forgets ex; what it held behind it goes on.
 func (c *connection) stop(ex *execution) {
+	ex.endOperation(OperationEnd{Outcome: OperationCancelled})
 	c.sub.cancelJob(&ex.job)
 	c.forget(ex)
 	if ex.gates {
@@ -87,6 +90,7 @@ func (c *connection) stop(ex *execution) {
 
 // cancel stops ex, forgets it and ends its answer without a response.
 func (c *connection) cancel(ex *execution) error {
+	ex.endOperation(OperationEnd{Outcome: OperationCancelled})
 	c.sub.cancelJob(&ex.job)
 	c.forget(ex)
 	return c.answer(ex.route, noAnswer)

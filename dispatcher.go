@@ -74,6 +74,9 @@ type Request struct {
 	// Peer reaches the client while the request runs; nil where there is no
 	// client (a Dispatch called directly, or a notification).
 	Peer Peer
+	// SpanContext is the request's span (observer.go) when the transport
+	// has an Observer; invalid otherwise.
+	SpanContext SpanContext
 
 	// validParams is Params as the transport validated it (strict JSON, an
 	// object) when it admitted the request; nil for a Request built by

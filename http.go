@@ -154,6 +154,9 @@ type HTTPOptions struct {
 	// Logger receives diagnostics (default slog.Default()).
 	Logger *slog.Logger
 
+	// Observer, when set, sees every request and session (observer.go).
+	Observer Observer
+
 	// Auth, when set, makes the endpoint an OAuth 2.1 resource server
 	// (auth.go): every request needs a valid bearer token.
 	Auth *AuthOptions

@@ -14,7 +14,7 @@ import (
 // starts a session, or a message of an existing session, named's: the live
 // session its Mcp-Session-Id named when it arrived (nil for none).
 func (h *HTTPHandler) serveSessionPost(w http.ResponseWriter, r *http.Request, msg *postedMessage, named *httpSession) {
-	x := &httpExchange{streamWriter: newStreamWriter(), msg: *msg, header: h.messageHeader(r, msg, true), values: r.Context(), version: r.Header.Get(httpHeaderProtocolVersion)}
+	x := &httpExchange{streamWriter: newStreamWriter(), msg: *msg, header: h.messageHeader(r, msg, true), values: h.transportValues(r), version: r.Header.Get(httpHeaderProtocolVersion)}
 	msg = &x.msg
 	var s *httpSession
 	if r.Header.Get(headerSessionID) == "" && msg.method == methodInitialize && msg.isRequest() {

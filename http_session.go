@@ -116,6 +116,7 @@ func (h *HTTPHandler) startSession(x *httpExchange, owner string, client, creato
 				s.shedReplay()
 			}
 		},
+		observer: h.opts.Observer,
 	})
 	s.creating = x
 	s.standalone = s.newStream()

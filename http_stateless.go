@@ -63,12 +63,13 @@ func (h *HTTPHandler) serveStateless(w http.ResponseWriter, r *http.Request, msg
 		out:              p,
 		sub:              &p.sub,
 		log:              h.opts.Logger,
-		values:           r.Context(),
+		values:           h.transportValues(r),
 		requestTimeout:   h.opts.RequestTimeout,
 		transport:        TransportStreamableHTTP,
 		maxSubscriptions: h.opts.MaxSubscriptions,
 		listenQuota:      listenQuota,
 		noClientRequests: true,
+		observer:         h.opts.Observer,
 	})
 	conn.executorDone = h.executor.Done()
 	defer conn.close()

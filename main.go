@@ -50,6 +50,7 @@ type config struct {
 	keepAlive                                 time.Duration
 	pageSize                                  int
 	auth                                      authFlags      // main_auth.go
+	telemetry                                 telemetryFlags // main_telemetry.go
 	tasks                                     TaskOptions    // the tasks extension's bounds
 	skills                                    skillsFlags    // main_skills.go
 	store                                     taskStoreFlags // main_taskstore.go
@@ -89,6 +90,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.keepAlive, "http-keep-alive", DefaultKeepAlive, "with -http, period of keep-alive comments on long-lived SSE streams")
 	c.auth.register(fs)
 	c.skills.register(fs)
+	c.telemetry.register(fs)
 	fs.IntVar(&c.tasks.MaxTasks, "max-tasks", DefaultMaxTasks, "tasks kept at once, running or finished (the tasks extension)")
 	fs.IntVar(&c.tasks.MaxTasksPerOwner, "max-tasks-per-owner", DefaultMaxTasksPerOwner, "tasks kept at once for one connection or HTTP session")
 	fs.Int64Var(&c.tasks.MaxBytes, "max-task-bytes", DefaultMaxTaskBytes, "bytes of results, questions, answers and running tasks' requests kept by all tasks")
@@ -235,7 +237,7 @@ func run(args []string, stdin, stdout, stderr *os.File) int {
 	if err != nil {
 		return 2
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: c.logLevel}))
+	logger := slog.New(TraceLogHandler(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: c.logLevel})))
 	store, closeStore, err := c.store.open(c.tasks.TaskLimits, logger)
 	if err != nil {
 		logger.Error("mcpstdio: opening the task store failed", "err", err)
@@ -277,8 +279,14 @@ func run(args []string, stdin, stdout, stderr *os.File) int {
 		return 1
 	}
 	defer stopProfile()
+	tel, err := startTelemetry(c.telemetry, rt, logger, os.Getenv)
+	if err != nil {
+		fmt.Fprintln(stderr, "mcpstdio:", err)
+		return 2
+	}
+	defer tel.stop(logger)
 	if c.httpAddr != "" {
-		return serveHTTP(c, rt, logger, stderr)
+		return serveHTTP(c, rt, logger, stderr, tel)
 	}
 	// The signal handler is installed before stdin and stdout change mode
 	// and removed after they are restored (defers run last-in first-out),
@@ -307,10 +315,14 @@ func run(args []string, stdin, stdout, stderr *os.File) int {
 		MaxQueue:            c.maxQueue,
 		MaxInflightBytes:    c.maxInflightBytes,
 		Logger:              logger,
+		Observer:            tel.observer(),
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 2
+	}
+	if tel.t != nil {
+		tel.t.ObserveTransport(tr)
 	}
 	setMemoryLimit(memoryLimit(c), logger)
 	if fi, err := stdin.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {

@@ -153,8 +153,12 @@ type echoOutput struct {
 // String is the result's text content: the text itself.
 func (o echoOutput) String() string { return o.Text }
 
-// echoText serves the echo tool.
-func echoText(_ context.Context, _ *HandlerRequest, in echoInput) (echoOutput, error) {
+// echoText serves the echo tool. Its copy of the text is a span of its own
+// under the request's when telemetry is on (StartSpan), to show a tool's
+// child spans.
+func echoText(ctx context.Context, _ *HandlerRequest, in echoInput) (echoOutput, error) {
+	_, span := StartSpan(ctx, "echo copy")
+	defer span.End(nil)
 	return echoOutput(in), nil
 }
 
@@ -180,10 +184,13 @@ func sleepFor(ctx context.Context, _ *HandlerRequest, in sleepInput) (sleepOutpu
 	}
 	timer := time.NewTimer(time.Duration(in.Ms) * time.Millisecond)
 	defer timer.Stop()
+	_, span := StartSpan(ctx, "sleep wait")
 	select {
 	case <-ctx.Done():
+		span.End(ctx.Err())
 		return sleepOutput{}, ctx.Err()
 	case <-timer.C:
+		span.End(nil)
 		return sleepOutput{SleptMs: in.Ms}, nil
 	}
 }

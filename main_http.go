@@ -23,7 +23,7 @@ import (
 // and WriteTimeout plus a second after the last one is answered whatever
 // clients are still connected are cut. It returns the exit status: 0 after
 // the drain, 1 when serving failed, 2 for a bad address.
-func serveHTTP(c config, rt *Runtime, logger *slog.Logger, stderr io.Writer) int {
+func serveHTTP(c config, rt *Runtime, logger *slog.Logger, stderr io.Writer, tel *commandTelemetry) int {
 	if c.notifyEvery > 0 || len(c.notificationMethods) > 0 {
 		fmt.Fprintln(stderr, "mcpstdio: -notification-methods and -notify-every apply to stdio only, not with -http")
 		return 2
@@ -71,10 +71,14 @@ func serveHTTP(c config, rt *Runtime, logger *slog.Logger, stderr io.Writer) int
 		Logger:                 logger,
 		Auth:                   auth,
 		TrustedProxies:         c.trustedProxies,
+		Observer:               tel.observer(),
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 2
+	}
+	if tel.t != nil {
+		tel.t.ObserveHTTP(h)
 	}
 	tcp, err := net.Listen("tcp", net.JoinHostPort(host, port))
 	if err != nil {

@@ -49,6 +49,7 @@ func (p *requestPeer) Notify(ctx context.Context, method string, params json.Raw
 	if !isObjectParams(params) {
 		return fmt.Errorf("%w: params of %s must be a JSON object", ErrInvalidNotification, method)
 	}
+	params = withTraceparentFromContext(ctx, params)
 	frame, err := notificationFrame(method, params)
 	if err != nil {
 		return err
@@ -61,7 +62,10 @@ func (p *requestPeer) Request(ctx context.Context, method string, params json.Ra
 	if !isObjectParams(params) {
 		return nil, fmt.Errorf("mcpstdio: params of the %s request must be a JSON object", method)
 	}
-	return p.call(ctx, &peerCall{ex: p.ex, method: method, params: params})
+	params, span := startClientRequest(ctx, method, params)
+	result, err := p.call(ctx, &peerCall{ex: p.ex, method: method, params: params})
+	endClientRequest(span, result, err)
+	return result, err
 }
 
 func (p *requestPeer) call(ctx context.Context, call *peerCall) (json.RawMessage, error) {

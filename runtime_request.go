@@ -35,6 +35,10 @@ type HandlerRequest struct {
 	// Principal is whom the request's access token speaks for (see
 	// PrincipalFromContext); nil when the request carries none.
 	Principal *Principal
+	// SpanContext is the request's span when the transport has an Observer
+	// (invalid otherwise); the handler's context carries it too
+	// (SpanContextFromContext), for child spans.
+	SpanContext SpanContext
 	// Name is the tool or prompt name (for a completion, the prompt name).
 	Name string
 	// URI is the resource URI being read (for a completion, the template).
@@ -186,5 +190,6 @@ func (c *methodCall) handlerRequest() *HandlerRequest {
 	r.ClientInfo, r.ClientCapabilities, r.Meta = c.clientInfo, c.clientCapabilities, c.meta
 	r.peer, r.progressToken, r.logThreshold = c.req.Peer, c.progressToken, c.logThreshold
 	r.rt, r.SessionID, r.Principal = c.rt, c.req.SessionID, c.principal
+	r.SpanContext = c.req.SpanContext
 	return r
 }

@@ -133,7 +133,9 @@ func (m *taskManager) runCall(ctx context.Context, kept methodCall, entry *toolE
 // start runs the handler in its own goroutine.
 func (t *taskRun) start() {
 	go func() {
-		res, err := runHandler(t.rt, t.c, t.req.Name, func() (*ToolResult, error) { return t.entry.handler(t.ctx, t.req) })
+		ctx, span := startLinkedOperation(t.ctx, "task run", t.req.Name)
+		res, err := runHandler(t.rt, t.c, t.req.Name, func() (*ToolResult, error) { return t.entry.handler(ctx, t.req) })
+		endLinkedOperation(span, res != nil && res.IsError, err)
 		t.finish(res, err)
 	}()
 }

@@ -68,6 +68,10 @@ type Options struct {
 	// Logger receives diagnostics, never protocol output (default
 	// slog.Default()).
 	Logger *slog.Logger
+
+	// Observer, when set, sees every request and the session (observer.go):
+	// telemetry plugs in here. Nil costs nothing.
+	Observer Observer
 }
 
 // Transport serves one newline-delimited JSON-RPC connection: it reads
