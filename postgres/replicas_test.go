@@ -223,6 +223,15 @@ func startReplicaSet(t *testing.T) *replicaSet {
 		for i := range 3 {
 			set.stop(i, syscall.SIGKILL)
 		}
+		if !t.Failed() {
+			return
+		}
+		logs, _ := filepath.Glob(filepath.Join(dir, "replica-*.log"))
+		for _, name := range logs {
+			if data, err := os.ReadFile(name); err == nil {
+				t.Logf("%s:\n%s", filepath.Base(name), data)
+			}
+		}
 	})
 	for i := range 3 {
 		set.start(i)
@@ -284,7 +293,9 @@ func (s *replicaSet) start(i int) {
 	if addr == "" {
 		addr = "127.0.0.1:0"
 	}
-	cmd := exec.Command(s.bin, "-dsn", s.dsn, "-db-table", s.table, "-task-lease", replicaLease.String(),
+	// A burst of 1000 creations waits for the state row, one commit at a
+	// time: the statement timeout leaves room for the whole burst.
+	cmd := exec.Command(s.bin, "-dsn", s.dsn, "-db-table", s.table, "-task-lease", replicaLease.String(), "-db-statement-timeout", "60s",
 		"-state-key-file", s.keyFile, "-http", addr, "-max-tasks", "5000", "-max-queue", "1024",
 		"-max-client-concurrency", "32", "-max-client-queue", "1024", "-log-level", "warn")
 	logFile, err := os.Create(filepath.Join(s.dir, fmt.Sprintf("replica-%s-%d.log", s.name(i), time.Now().UnixNano())))
