@@ -53,6 +53,7 @@ func newCoordinator(ctx context.Context, t *Transport, source messageSource, wri
 		maxSubscriptions: t.opts.MaxSubscriptions,
 		sessionID:        newSessionID(),
 		calls:            t.calls,
+		yieldForOutcomes: true,
 	})
 	if !t.ownsExec {
 		// The transport's own executor closes only after Serve returned.
