@@ -110,6 +110,12 @@ type connConfig struct {
 	// closes (Executor.Done): the owner loop then answers what is pending
 	// and ends.
 	executorDone <-chan struct{}
+	// yieldForOutcomes makes the owner loop yield the processor (twice at
+	// most) before it waits while answers are outstanding, so that the
+	// outcomes the workers produce meanwhile are written together (see
+	// takeReady): for a transport whose writes join what was taken between
+	// two waits (stdio).
+	yieldForOutcomes bool
 	// beforeChanges, when not nil, runs on the owner each time the changes
 	// box signals, before its changes are forwarded: an HTTP session gives
 	// back the replay bytes another session's owner asked for through the
