@@ -1,0 +1,1 @@
+../http_session_table.go

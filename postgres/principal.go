@@ -1,0 +1,1 @@
+../principal.go

@@ -1,0 +1,1 @@
+../telemetry_trace.go
