@@ -315,7 +315,10 @@ func (rt *Runtime) serveCatalog(ctx context.Context, c *methodCall) Reply {
 		return rt.tasks.serve(ctx, *c)
 	}
 	if h := rt.featureMethodFor(c.req.Method); h != nil {
-		return h(ctx, c)
+		// A copy, so that c, which h may keep, stays on the stack of the
+		// methods the runtime serves itself.
+		fc := *c
+		return h(ctx, &fc)
 	}
 	return Reply{Error: methodNotFound(c.req.Method)}
 }
