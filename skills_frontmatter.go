@@ -251,6 +251,9 @@ func (p *yamlParser) key(line yamlLine) (key, rest string, err error) {
 		return "", "", p.errorf(line, "expected a 'key: value' entry")
 	}
 	key = strings.TrimRight(t[:colon], " \t")
+	if key == "" {
+		return "", "", p.errorf(line, "empty keys are not accepted")
+	}
 	return key, t[colon+1:], nil
 }
 
@@ -258,8 +261,8 @@ func (p *yamlParser) key(line yamlLine) (key, rest string, err error) {
 // dash: rest is the rest of that line, parentIndent the indentation of the
 // key or dash. The value may continue on the following lines.
 func (p *yamlParser) value(line yamlLine, rest string, parentIndent, depth int, inMapping bool) (any, error) {
-	rest = stripComment(strings.TrimLeft(rest, " \t"))
-	if rest == "" {
+	rest = strings.TrimLeft(rest, " \t")
+	if stripComment(rest) == "" {
 		if !p.skipBlank() {
 			return nil, nil
 		}
@@ -297,7 +300,7 @@ func (p *yamlParser) value(line yamlLine, rest string, parentIndent, depth int, 
 		if err != nil {
 			return nil, p.errorf(line, "%v", err)
 		}
-		if strings.TrimSpace(rest[n:]) != "" {
+		if after := strings.TrimSpace(rest[n:]); after != "" && after[0] != '#' {
 			return nil, p.errorf(line, "unexpected text after a quoted string")
 		}
 		return s, nil
@@ -306,7 +309,7 @@ func (p *yamlParser) value(line yamlLine, rest string, parentIndent, depth int, 
 		return nil, p.errorf(line, "a sequence may not start on its key's line")
 	}
 	// A plain scalar, possibly continued on more indented lines.
-	text := rest
+	text := stripComment(rest)
 	if err := checkPlain(text); err != nil {
 		return nil, p.errorf(line, "%v", err)
 	}
@@ -758,6 +761,9 @@ func (f *flowParser) separator(closing byte) error {
 // scalar parses a quoted or plain scalar inside a flow collection; a key
 // ends at ':' too.
 func (f *flowParser) scalar(key bool) (any, error) {
+	if f.i == len(f.s) {
+		return nil, errors.New("a flow collection must close on its line")
+	}
 	if f.s[f.i] == '"' || f.s[f.i] == '\'' {
 		s, n, err := parseQuoted(f.s[f.i:])
 		if err != nil {
