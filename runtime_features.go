@@ -26,14 +26,14 @@ type features struct {
 	extensions map[string]json.RawMessage // settings objects by extension id
 }
 
-// isCoreMethod reports whether the Runtime serves method itself, so that no
-// feature may take it.
+// isCoreMethod reports whether method is one of the base protocol's, which
+// the Runtime serves itself, so that no feature may take it. (A method of
+// another feature is refused by addMethod once that feature registered it.)
 func isCoreMethod(method string) bool {
 	switch method {
 	case "initialize", "ping", "server/discover", "subscriptions/listen", "logging/setLevel",
 		"resources/subscribe", "resources/unsubscribe", "tools/list", "tools/call", "resources/list",
-		"resources/templates/list", "resources/read", "prompts/list", "prompts/get", "completion/complete",
-		methodTasksGet, methodTasksUpdate, methodTasksCancel:
+		"resources/templates/list", "resources/read", "prompts/list", "prompts/get", "completion/complete":
 		return true
 	}
 	return false

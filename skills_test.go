@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -720,6 +721,15 @@ func TestSkillPathOf(t *testing.T) {
 			if back, _ := skillURI(p, ""); back != tt.uri {
 				t.Errorf("skillURI(%q) = %q, want %q", p, back, tt.uri)
 			}
+		}
+	}
+}
+
+func TestAddMethodRefusesCoreMethods(t *testing.T) {
+	rt := newTestRuntime(t, testOptions())
+	for _, m := range []string{"tools/list", "resources/read", "initialize", ""} {
+		if err := rt.addMethod(m, func(context.Context, *methodCall) Reply { return Reply{} }); err == nil {
+			t.Errorf("addMethod(%q) succeeded", m)
 		}
 	}
 }
