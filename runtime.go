@@ -309,7 +309,7 @@ func (rt *Runtime) serveCatalog(ctx context.Context, c *methodCall) Reply {
 		return rt.serveTasks(ctx, c)
 	}
 	if h := rt.featureMethodFor(c.req.Method); h != nil {
-		return h(ctx, c)
+		return h(ctx, *c)
 	}
 	return Reply{Error: methodNotFound(c.req.Method)}
 }

@@ -16,8 +16,10 @@ import (
 
 // featureMethod serves one method a feature registered with addMethod. It is
 // called from Dispatch after dialect selection, as the runtime's own methods
-// are, and must honour ctx.
-type featureMethod func(ctx context.Context, c *methodCall) Reply
+// are, and must honour ctx. It gets a copy of the call: a pointer passed to a
+// function value would make every call's methodCall escape to the heap, the
+// runtime's own methods included.
+type featureMethod func(ctx context.Context, c methodCall) Reply
 
 // features holds what features registered. Its mutex guards only it.
 type features struct {

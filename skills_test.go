@@ -728,7 +728,7 @@ func TestSkillPathOf(t *testing.T) {
 func TestAddMethodRefusesCoreMethods(t *testing.T) {
 	rt := newTestRuntime(t, testOptions())
 	for _, m := range []string{"tools/list", "resources/read", "initialize", ""} {
-		if err := rt.addMethod(m, func(context.Context, *methodCall) Reply { return Reply{} }); err == nil {
+		if err := rt.addMethod(m, func(context.Context, methodCall) Reply { return Reply{} }); err == nil {
 			t.Errorf("addMethod(%q) succeeded", m)
 		}
 	}
