@@ -733,3 +733,53 @@ func TestAddMethodRefusesCoreMethods(t *testing.T) {
 		}
 	}
 }
+
+// TestSkillsConcurrentRescan: lists, gets and reads run while the folder
+// changes and is rescanned (run under -race); each answer is a whole entry
+// or a clean error.
+func TestSkillsConcurrentRescan(t *testing.T) {
+	root := t.TempDir()
+	for _, n := range []string{"a", "b", "c"} {
+		writeFile(t, filepath.Join(root, n, "SKILL.md"), skillMD(n, "Skill "+n))
+	}
+	rt, s, _ := newSkillsRuntime(t, rootFS(t, root), testOptions(), SkillsOptions{})
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 20 {
+				switch (w + i) % 3 {
+				case 0:
+					if r := dispatch(rt, statelessRequest(methodSkillsList, "{}")); r.Error != nil {
+						t.Errorf("skills/list: %v", r.Error)
+					}
+				case 1:
+					r := dispatch(rt, statelessRequest(methodSkillsGet, `{"uri":"skill://a/SKILL.md"}`))
+					if r.Error != nil && r.Error.Code != CodeInvalidParams {
+						t.Errorf("skills/get: %v", r.Error)
+					}
+				case 2:
+					r := dispatch(rt, statelessRequest("resources/read", `{"uri":"skill://b/SKILL.md"}`))
+					if r.Error != nil && r.Error.Code != CodeInvalidParams {
+						t.Errorf("resources/read: %v", r.Error)
+					}
+				}
+			}
+		}()
+	}
+	for i := range 10 {
+		writeFile(t, filepath.Join(root, "a", fmt.Sprintf("f%d.md", i)), strings.Repeat("x", i))
+		if i%2 == 0 {
+			os.RemoveAll(filepath.Join(root, "c"))
+		} else {
+			writeFile(t, filepath.Join(root, "c", "SKILL.md"), skillMD("c", "Back"))
+		}
+		s.Rescan()
+	}
+	wg.Wait()
+	s.Rescan()
+	if e := getSkill(t, rt, "skill://a/SKILL.md"); len(e.files(t)) != 11 {
+		t.Fatalf("a has %d files, want 11", len(e.files(t)))
+	}
+}
