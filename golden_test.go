@@ -64,7 +64,8 @@ const goldenCursorKey = "golden-transcripts-cursor-key-32"
 // catalog), except that its server info fills every optional field (so the
 // per-version filtering of Implementation shows), it has instructions, page
 // size 4 and a fixed cursor key. A transcript named shapes_* is served the
-// shapes catalog (golden_shapes_test.go) instead of the reference catalog.
+// shapes catalog (golden_shapes_test.go) instead of the reference catalog;
+// one named skills_* is served the skills of testdata/skills besides it.
 // Each transcript runs twice: over pipes, as the binary serves stdio, and
 // over the in-memory transport, whose frames must be the same.
 func TestGoldenTranscripts(t *testing.T) {
@@ -149,8 +150,11 @@ func runGolden(t *testing.T, inPath, outPath string, newServer func(*testing.T, 
 		t.Fatal(err)
 	}
 	register := registerReferenceCatalog
-	if strings.HasPrefix(filepath.Base(inPath), "shapes_") {
+	switch base := filepath.Base(inPath); {
+	case strings.HasPrefix(base, "shapes_"):
 		register = registerShapesCatalog
+	case strings.HasPrefix(base, "skills_"):
+		register = registerSkillsGoldenCatalog // skills_golden_test.go
 	}
 	rt := newGoldenRuntime(t, register)
 	srv := newServer(t, rt)

@@ -315,10 +315,7 @@ func (rt *Runtime) serveCatalog(ctx context.Context, c *methodCall) Reply {
 		return rt.tasks.serve(ctx, *c)
 	}
 	if h := rt.featureMethodFor(c.req.Method); h != nil {
-		// A copy, so that c, which h may keep, stays on the stack of the
-		// methods the runtime serves itself.
-		fc := *c
-		return h(ctx, &fc)
+		return h(ctx, *c)
 	}
 	return Reply{Error: methodNotFound(c.req.Method)}
 }

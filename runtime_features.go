@@ -16,8 +16,10 @@ import (
 
 // featureMethod serves one method a feature registered with addMethod. It is
 // called from Dispatch after dialect selection, as the runtime's own methods
-// are, and must honour ctx.
-type featureMethod func(ctx context.Context, c *methodCall) Reply
+// are, and must honour ctx. It gets a copy of the call: a pointer passed to a
+// function value would make every call's methodCall escape to the heap, the
+// runtime's own methods included.
+type featureMethod func(ctx context.Context, c methodCall) Reply
 
 // features holds what features registered. Its mutex guards only it.
 type features struct {
@@ -26,8 +28,9 @@ type features struct {
 	extensions map[string]json.RawMessage // settings objects by extension id
 }
 
-// isCoreMethod reports whether the Runtime serves method itself, so that no
-// feature may take it.
+// isCoreMethod reports whether method is one of the base protocol's, which
+// the Runtime serves itself, so that no feature may take it. (A method of
+// another feature is refused by addMethod once that feature registered it.)
 func isCoreMethod(method string) bool {
 	switch method {
 	case methodInitialize, methodPing, methodServerDiscover, methodSubscriptionsListen, methodLoggingSetLevel,

@@ -47,7 +47,8 @@ type readDirectoryResult struct {
 // serveList answers skills/list: a page of the skills in URI order, each
 // entry whole (never split across pages) and checked against its files now.
 // An entry that is no longer a valid skill is left out of its page.
-func (s *Skills) serveList(ctx context.Context, c *methodCall) Reply {
+func (s *Skills) serveList(ctx context.Context, call methodCall) Reply {
+	c := &call
 	cursor, rerr := cursorParam(c.params.cursor)
 	if rerr != nil {
 		return Reply{Error: rerr}
@@ -90,7 +91,8 @@ func (s *Skills) currentEntry(e *skillEntry) (skillEntryJSON, bool) {
 // serveGet answers skills/get {uri}: the entry of the skill whose SKILL.md
 // is at uri, also for a skill added since the last Rescan; -32602 for a URI
 // that names no skill served.
-func (s *Skills) serveGet(ctx context.Context, c *methodCall) Reply {
+func (s *Skills) serveGet(ctx context.Context, call methodCall) Reply {
+	c := &call
 	uri, ok := decodeString(c.params.uri)
 	if !ok {
 		return Reply{Error: invalidParams("Invalid params: skills/get requires a string uri")}
@@ -118,7 +120,8 @@ func (s *Skills) serveGet(ctx context.Context, c *methodCall) Reply {
 // it), as they are now, in name order and paged; subdirectories are
 // directory resources (mimeType inode/directory). A URI that is not such a
 // directory is -32602.
-func (s *Skills) serveDirectoryRead(ctx context.Context, c *methodCall) Reply {
+func (s *Skills) serveDirectoryRead(ctx context.Context, call methodCall) Reply {
+	c := &call
 	uri, ok := decodeString(c.params.uri)
 	if !ok {
 		return Reply{Error: invalidParams("Invalid params: resources/directory/read requires a string uri")}

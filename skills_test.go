@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -414,108 +415,6 @@ func TestSkillsDirectoryRead(t *testing.T) {
 	wantError(t, dispatch(rt, statelessRequest(methodSkillsGet, `{}`)), CodeInvalidParams, "Invalid params: skills/get requires a string uri", "")
 }
 
-// TestSkillsEscapes tries every way out of the skills root: dot segments
-// plain and percent-encoded, absolute and odd paths, symbolic links to files
-// and directories outside (found by the scan and swapped in after it), with
-// an os.Root's FS and with os.DirFS, which follows links.
-func TestSkillsEscapes(t *testing.T) {
-	for _, fsName := range []string{"os.Root", "os.DirFS"} {
-		t.Run(fsName, func(t *testing.T) {
-			base := t.TempDir()
-			root := filepath.Join(base, "skills")
-			outside := filepath.Join(base, "outside")
-			writeFile(t, filepath.Join(root, "good", "SKILL.md"), skillMD("good", "The only skill"))
-			writeFile(t, filepath.Join(root, "good", "notes.md"), "notes")
-			writeFile(t, filepath.Join(outside, "secret.txt"), "SECRET")
-			writeFile(t, filepath.Join(outside, "linked", "SKILL.md"), skillMD("linked", "Outside the root"))
-			for link, target := range map[string]string{
-				filepath.Join(root, "good", "leak.txt"): filepath.Join(outside, "secret.txt"),
-				filepath.Join(root, "good", "linkdir"):  outside,
-				filepath.Join(root, "linked"):           filepath.Join(outside, "linked"),
-			} {
-				if err := os.Symlink(target, link); err != nil {
-					t.Skipf("symbolic links: %v", err)
-				}
-			}
-			fsys := os.DirFS(root)
-			if fsName == "os.Root" {
-				fsys = rootFS(t, root)
-			}
-			rt, _, _ := newSkillsRuntime(t, fsys, testOptions(), SkillsOptions{})
-			listed := listAllSkills(t, rt)
-			if got := uris(listed); !slices.Equal(got, []string{"skill://good/SKILL.md"}) {
-				t.Fatalf("listed %v", got)
-			}
-			if files := listed[0].files(t); len(files) != 2 {
-				t.Fatalf("good's resources %v, want SKILL.md and notes.md only", files)
-			}
-			for _, uri := range []string{
-				"skill://linked/SKILL.md", "skill://good/../linked/SKILL.md", "skill://good/%2e%2e/linked/SKILL.md",
-				"skill://good/%2E%2E/%2E%2E/outside/linked/SKILL.md", "skill://../outside/linked/SKILL.md",
-				"skill://%2e%2e/outside/linked/SKILL.md", "skill:///linked/SKILL.md", "skill://good//SKILL.md",
-				"skill://good/./SKILL.md", "skill://good%2f..%2flinked/SKILL.md", "skill://good\\..\\linked/SKILL.md",
-				"skill://good/linkdir/linked/SKILL.md", "skill://%67ood/SKILL.md", "skill://good/SKILL.md?x=1",
-				"file:///etc/passwd", "skill://" + filepath.Join(outside, "linked") + "/SKILL.md",
-			} {
-				wantError(t, dispatch(rt, statelessRequest(methodSkillsGet, `{"uri":`+skillsQuote(t, uri)+`}`)),
-					CodeInvalidParams, "No skill is served at this URI", `{"uri":`+skillsQuote(t, uri)+`}`)
-			}
-			for _, uri := range []string{
-				"skill://good/leak.txt", "skill://good/linkdir/secret.txt", "skill://good/../../outside/secret.txt",
-				"skill://good/%2e%2e/%2e%2e/outside/secret.txt", "skill://linked/SKILL.md",
-			} {
-				wantError(t, dispatch(rt, statelessRequest("resources/read", `{"uri":`+skillsQuote(t, uri)+`}`)),
-					CodeInvalidParams, "Resource not found", `{"uri":`+skillsQuote(t, uri)+`}`)
-			}
-			for _, uri := range []string{"skill://good/linkdir", "skill://linked", "skill://good/..", "skill://good/%2e%2e", "skill:///", "skill://"} {
-				wantError(t, dispatch(rt, statelessRequest(methodDirectoryRead, `{"uri":`+skillsQuote(t, uri)+`}`)),
-					CodeInvalidParams, "Not a directory resource", `{"uri":`+skillsQuote(t, uri)+`}`)
-			}
-			// The directory lists neither link.
-			wantResult(t, dispatch(rt, legacyRequest("2025-11-25", methodDirectoryRead, `{"uri":"skill://good"}`)),
-				`{"resources":[{"uri":"skill://good/SKILL.md","name":"good","description":"The only skill","mimeType":"text/markdown","size":`+fmt.Sprint(len(skillMD("good", "The only skill")))+`},{"uri":"skill://good/notes.md","name":"notes.md","mimeType":"text/markdown","size":5}]}`)
-			// A file swapped for a link after the scan is refused, never
-			// followed.
-			notes := filepath.Join(root, "good", "notes.md")
-			if err := os.Remove(notes); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Symlink(filepath.Join(outside, "secret.txt"), notes); err != nil {
-				t.Fatal(err)
-			}
-			reply := dispatch(rt, statelessRequest("resources/read", `{"uri":"skill://good/notes.md"}`))
-			if reply.Error == nil || strings.Contains(string(reply.Result), "SECRET") {
-				t.Fatalf("a swapped-in link was followed: %s", reply.Result)
-			}
-			wantError(t, reply, CodeInvalidParams, "Skill file cannot be served", `{"uri":"skill://good/notes.md"}`)
-			if e := listAllSkills(t, rt); len(e) != 1 || len(e[0].files(t)) != 1 {
-				t.Fatalf("after the swap, listed %v", e)
-			}
-		})
-	}
-}
-
-// TestSkillsNonRegularFiles: a named pipe in a skill is neither listed nor
-// opened (opening it would block).
-func TestSkillsNonRegularFiles(t *testing.T) {
-	root := t.TempDir()
-	writeFile(t, filepath.Join(root, "good", "SKILL.md"), skillMD("good", "With a pipe"))
-	if err := mkfifo(filepath.Join(root, "good", "pipe")); err != nil {
-		t.Skipf("named pipes: %v", err)
-	}
-	rt, _, logs := newSkillsRuntime(t, rootFS(t, root), testOptions(), SkillsOptions{})
-	if e := listAllSkills(t, rt); len(e) != 1 || len(e[0].files(t)) != 1 {
-		t.Fatalf("listed %v", e)
-	}
-	if !strings.Contains(logs.String(), "skipping a file that is not regular") {
-		t.Fatalf("no log line for the pipe in\n%s", logs)
-	}
-	wantError(t, dispatch(rt, statelessRequest("resources/read", `{"uri":"skill://good/pipe"}`)), CodeInvalidParams, "Resource not found", `{"uri":"skill://good/pipe"}`)
-	if _, err := readSkillFile(rootFS(t, root), "good/pipe", 10, false); err == nil {
-		t.Fatal("readSkillFile opened a named pipe")
-	}
-}
-
 // TestSkillsDigestAfterChange: a file that changes on disk is listed with its
 // new digest, never the old one; one changed without a new size or
 // modification time is served with the digest of what is served, which then
@@ -690,36 +589,61 @@ func TestAddSkillsTwice(t *testing.T) {
 	}
 }
 
-func TestSkillPathOf(t *testing.T) {
-	for _, tt := range []struct {
-		uri, path string
-	}{
-		{"skill://a/SKILL.md", "a/SKILL.md"},
-		{"skill://acme/billing/refunds/SKILL.md", "acme/billing/refunds/SKILL.md"},
-		{"skill://a/my%20notes.md", "a/my notes.md"},
-		{"skill://a/my notes.md", ""},
-		{"skill://a/../b", ""},
-		{"skill://a/%2e%2e/b", ""},
-		{"skill://a/%2E/b", ""},
-		{"skill://a//b", ""},
-		{"skill://a/b/", ""},
-		{"skill:///a", ""},
-		{"skill://", ""},
-		{"skill://a%2fb", ""},
-		{"skill://a%5cb", ""},
-		{"skill://a%00b", ""},
-		{"skill://%61", ""},
-		{"skill://a/%zz", ""},
-		{"file://a", ""},
-	} {
-		p, ok := skillPathOf(tt.uri)
-		if ok != (tt.path != "") || p != tt.path {
-			t.Errorf("skillPathOf(%q) = %q, %v; want %q", tt.uri, p, ok, tt.path)
+func TestAddMethodRefusesCoreMethods(t *testing.T) {
+	rt := newTestRuntime(t, testOptions())
+	for _, m := range []string{"tools/list", "resources/read", "initialize", ""} {
+		if err := rt.addMethod(m, func(context.Context, methodCall) Reply { return Reply{} }); err == nil {
+			t.Errorf("addMethod(%q) succeeded", m)
 		}
-		if ok {
-			if back, _ := skillURI(p, ""); back != tt.uri {
-				t.Errorf("skillURI(%q) = %q, want %q", p, back, tt.uri)
+	}
+}
+
+// TestSkillsConcurrentRescan: lists, gets and reads run while the folder
+// changes and is rescanned (run under -race); each answer is a whole entry
+// or a clean error.
+func TestSkillsConcurrentRescan(t *testing.T) {
+	root := t.TempDir()
+	for _, n := range []string{"a", "b", "c"} {
+		writeFile(t, filepath.Join(root, n, "SKILL.md"), skillMD(n, "Skill "+n))
+	}
+	rt, s, _ := newSkillsRuntime(t, rootFS(t, root), testOptions(), SkillsOptions{})
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 20 {
+				switch (w + i) % 3 {
+				case 0:
+					if r := dispatch(rt, statelessRequest(methodSkillsList, "{}")); r.Error != nil {
+						t.Errorf("skills/list: %v", r.Error)
+					}
+				case 1:
+					r := dispatch(rt, statelessRequest(methodSkillsGet, `{"uri":"skill://a/SKILL.md"}`))
+					if r.Error != nil && r.Error.Code != CodeInvalidParams {
+						t.Errorf("skills/get: %v", r.Error)
+					}
+				case 2:
+					r := dispatch(rt, statelessRequest("resources/read", `{"uri":"skill://b/SKILL.md"}`))
+					if r.Error != nil && r.Error.Code != CodeInvalidParams {
+						t.Errorf("resources/read: %v", r.Error)
+					}
+				}
 			}
+		}()
+	}
+	for i := range 10 {
+		writeFile(t, filepath.Join(root, "a", fmt.Sprintf("f%d.md", i)), strings.Repeat("x", i))
+		if i%2 == 0 {
+			os.RemoveAll(filepath.Join(root, "c"))
+		} else {
+			writeFile(t, filepath.Join(root, "c", "SKILL.md"), skillMD("c", "Back"))
 		}
+		s.Rescan()
+	}
+	wg.Wait()
+	s.Rescan()
+	if e := getSkill(t, rt, "skill://a/SKILL.md"); len(e.files(t)) != 11 {
+		t.Fatalf("a has %d files, want 11", len(e.files(t)))
 	}
 }
