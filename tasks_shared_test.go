@@ -119,8 +119,10 @@ func TestTaskEndedElsewhereStopsHandler(t *testing.T) {
 	if cause := waitFor(t, g.stopped, "the handler's cancellation"); !errors.Is(cause, errTaskEndedElsewhere) {
 		t.Fatalf("the handler was cancelled with %v, want errTaskEndedElsewhere", cause)
 	}
-	got := e.awaitStatus(id, TaskFailed)
-	if got.StatusMessage != "lease expired" || got.Held != 0 {
+	got := e.await(id, "failed with its bytes released", func(r *TaskRecord) bool {
+		return r.Status == TaskFailed && r.Held == 0
+	})
+	if got.StatusMessage != "lease expired" {
 		t.Fatalf("after the handler returned: %+v, want the sweeper's end kept and the request's bytes released", got)
 	}
 }
