@@ -471,6 +471,10 @@ func (c *connection) settle(ex *execution, o Outcome) error {
 	switch o.Kind {
 	case OutcomeCompleted:
 		res := ex.result
+		if !c.answerFits(ex, len(res.answer.frame)) {
+			ex.endOperation(OperationEnd{Outcome: OperationRefused, ErrorCode: errCapacity.Code, ErrorMessage: errCapacity.Message, RefusedReason: "capacity"})
+			return c.answer(ex.route, ex.errorAnswer(errCapacity))
+		}
 		ex.endAnswered(&res)
 		if res.reply.Listen != nil {
 			return c.openSubscription(ex, res.reply.Listen)
@@ -496,6 +500,26 @@ func (c *connection) settle(ex *execution, o Outcome) error {
 	}
 	ex.endOperation(OperationEnd{Outcome: OperationCancelled})
 	return c.answer(ex.route, noAnswer)
+}
+
+// answerFits admits the answer of n bytes that ex's handler built (n 0:
+// none), as its message was admitted: it fits when its bytes fit in the
+// executor's budget and the client's share beside what else is in flight,
+// the message's own bytes excepted, or when nothing else is in flight. A
+// message whose bytes a reservation holds (an HTTP body) has the answer's
+// join them until the transport releases it, after the answer is written;
+// otherwise (stdio) the frame is then bounded by the output's own bound. An
+// answer that does not fit is not written: the request is answered with
+// the overload error instead, and what the reply would have changed on the
+// connection is not applied.
+func (c *connection) answerFits(ex *execution, n int) bool {
+	switch {
+	case n == 0:
+		return true
+	case ex.job.hold != nil:
+		return !errors.Is(ex.job.hold.Grow(n), ErrOverloaded)
+	}
+	return c.sub.client.fitsAnswer(n)
 }
 
 // applyReply records what a successful reply changes on the connection,

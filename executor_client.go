@@ -40,8 +40,13 @@ import (
 //
 // Bytes are reserved against the budget and the share ahead of a job when
 // they are held before it exists (a body being read) or after it (an answer
-// not yet written): Reserve, Grow and Add, then SubmitReserved hands the
-// bytes to a job.
+// not yet written): Reserve and Grow, then SubmitReserved hands the bytes to
+// a job. An answer is admitted as a message is, and refused the same way
+// (SPEC §5): when its job returns, the answer's bytes must fit beside what
+// else is in flight, the request's own bytes excepted (an HTTP body's
+// reservation grows by the answer, fitsAnswer checks a stdio answer), or
+// nothing else be in flight; else the answer is replaced by the overload
+// error, -32603 "Server execution capacity exhausted".
 
 // ExecutorClient is one client of an Executor: a group of submitters whose
 // jobs and reservations share one client's share of the executor's limits.
@@ -286,21 +291,19 @@ func (r *Reservation) Grow(n int) error {
 	return nil
 }
 
-// Add holds n more bytes (n ≥ 0) without refusing them, for bytes that exist
-// already and must be kept, e.g. an answer frame waiting for its write:
-// they are counted, so that what is admitted next is refused instead. Once
-// r's bytes are freed it does nothing.
-func (r *Reservation) Add(n int) {
-	if n <= 0 {
-		return
-	}
-	e := r.c.e
+// fitsAnswer reports whether an answer of n bytes, built by a job of c
+// whose function has returned, may be kept for its write: as a message is
+// admitted, it fits when the bytes fit in the budget and in c's share beside
+// everything else in flight, or when nothing else is in flight however large
+// it is. Nothing is counted: the caller bounds the frame it keeps (stdio's
+// writer pauses the input while its frames wait). An answer to a message
+// whose bytes a reservation holds grows that reservation instead (Grow),
+// whose bytes count as the answer's own.
+func (c *ExecutorClient) fitsAnswer(n int) bool {
+	e := c.e
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if !r.freed() {
-		r.n += n
-		e.chargeLocked(r.c, n)
-	}
+	return e.fitsLocked(c, n, 0)
 }
 
 // Len returns the bytes r holds (0 once they are freed).
