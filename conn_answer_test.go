@@ -46,14 +46,14 @@ func TestStdioAnswerBeyondTheBudgetIsRefused(t *testing.T) {
 	held := holdCall("h", 6_000) // ~6.2 KB in flight while it runs
 	h.send(held)
 	<-hold.started
-	// A line's bytes are free when its handler returns: its answer fits
-	// when it fits beside the held line.
+	// The answer is admitted before it is built, while its line's bytes are
+	// still held: line and answer fit when they fit beside the held line.
 	for _, tc := range []struct {
 		chars int
 		fits  bool
 	}{
-		{1_500, true},  // a ~1.7 KB line, a ~3.1 KB answer: within the 3.8 KB left
-		{2_000, false}, // a ~2.2 KB line, admitted; a ~4.1 KB answer: beyond
+		{700, true},    // a ~0.9 KB line and a ~1.6 KB answer: within the ~3.8 KB left
+		{2_000, false}, // a ~2.2 KB line, admitted; a ~4.2 KB answer: beyond
 	} {
 		id := "e" + strconv.Itoa(tc.chars)
 		line := echoCall(id, tc.chars)

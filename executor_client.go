@@ -41,12 +41,14 @@ import (
 // Bytes are reserved against the budget and the share ahead of a job when
 // they are held before it exists (a body being read) or after it (an answer
 // not yet written): Reserve and Grow, then SubmitReserved hands the bytes to
-// a job. An answer is admitted as a message is, and refused the same way
-// (SPEC §5): when its job returns, the answer's bytes must fit beside what
-// else is in flight, the request's own bytes excepted (an HTTP body's
-// reservation grows by the answer, fitsAnswer checks a stdio answer), or
-// nothing else be in flight; else the answer is replaced by the overload
-// error, -32603 "Server execution capacity exhausted".
+// a job. An answer is admitted as a message is, and refused the same way:
+// its bytes must fit beside what else is in flight, its request's own bytes
+// excepted, or nothing else be in flight; else the request is answered with
+// the overload error, -32603 "Server execution capacity exhausted". A
+// running job admits its answer before building it with growJob (the bytes
+// join the job's: its size, or its reservation's); one built first is
+// admitted with Grow of the reservation its job held (HTTP) or checked
+// with fitsAnswer (stdio, whose line's bytes are free by then).
 
 // ExecutorClient is one client of an Executor: a group of submitters whose
 // jobs and reservations share one client's share of the executor's limits.
@@ -289,6 +291,35 @@ func (r *Reservation) Grow(n int) error {
 	r.n += n
 	e.chargeLocked(r.c, n)
 	return nil
+}
+
+// growJob counts n more bytes held by j, a job of e whose function runs
+// (building its answer), if they fit as a message of its client's would,
+// j's own bytes excepted (its size, or its reservation's), and reports
+// whether they did. They are held as j's own are: until its function
+// returns, or, for a job holding a reservation, until that is freed. For a
+// job that no longer holds bytes (finished) nothing is counted: true.
+func (e *Executor) growJob(j *job, n int) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch r := j.hold; {
+	case j.state == jobFinished || r != nil && r.freed():
+		return true
+	case r != nil:
+		if !e.fitsLocked(r.c, n, r.n) {
+			return false
+		}
+		r.n += n
+		e.chargeLocked(r.c, n)
+		return true
+	}
+	c := j.sub.client
+	if !e.fitsLocked(c, n, j.size) {
+		return false
+	}
+	j.size += n
+	e.chargeLocked(c, n)
+	return true
 }
 
 // fitsAnswer reports whether an answer of n bytes, built by a job of c

@@ -401,3 +401,70 @@ func TestAnswerFitsAsAMessageIsAdmitted(t *testing.T) {
 		})
 	}
 }
+
+// A running job's answer is admitted before it is built (growJob) by the
+// same rule: its bytes join the job's own (its size, or its reservation's),
+// which are excepted; they are held until its function returns, or until
+// the reservation is freed; a finished job counts nothing more.
+func TestGrowJobAdmitsAnAnswerAsAMessage(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		reserved  bool // the job holds a reservation of its 30 bytes, else a size of 30
+		others    int  // bytes another client holds
+		grow      int
+		fits      bool
+		afterward int // bytes in flight once the job returned (a reservation not yet released)
+	}{
+		{name: "sized, within the budget", others: 40, grow: 30, fits: true, afterward: 40},
+		{name: "sized, beyond the budget", others: 40, grow: 31, fits: false, afterward: 40},
+		{name: "sized, alone, beyond the budget", grow: 500, fits: true, afterward: 0},
+		{name: "reserved, within the budget", reserved: true, others: 40, grow: 30, fits: true, afterward: 100},
+		{name: "reserved, beyond the budget", reserved: true, others: 40, grow: 31, fits: false, afterward: 70},
+		{name: "reserved, alone, beyond the budget", reserved: true, grow: 500, fits: true, afterward: 530},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newTestExecutor(t, ExecutorOptions{MaxInflightBytes: 100})
+			if tc.others > 0 {
+				r, err := e.NewClient().Reserve(tc.others)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer r.Release()
+			}
+			s := e.NewSubmitter()
+			grown := make(chan bool)
+			j := &job{size: 30}
+			if tc.reserved {
+				r, err := s.client.Reserve(30)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer r.Release()
+				j.size, j.hold = 0, r
+			}
+			j.work = workFunc(func(context.Context) any {
+				grown <- e.growJob(j, tc.grow)
+				<-grown
+				return nil
+			})
+			if _, err := s.submit(j, 0); err != nil {
+				t.Fatal(err)
+			}
+			if fits := <-grown; fits != tc.fits {
+				t.Fatalf("growJob(%d) = %v, want %v", tc.grow, fits, tc.fits)
+			}
+			want := tc.others + 30
+			if tc.fits {
+				want += tc.grow
+			}
+			expectBytes(t, e, want)
+			grown <- true // the job returns
+			receive(t, s)
+			eventually(t, "the job's bytes being released", func() bool { return e.Stats().InflightBytes == tc.afterward })
+			if !e.growJob(j, 1) {
+				t.Fatal("growJob of a finished job refused")
+			}
+			expectBytes(t, e, tc.afterward)
+		})
+	}
+}
