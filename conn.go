@@ -229,6 +229,10 @@ type execution struct {
 	req    Request
 	peer   requestPeer
 	result workResult
+	// answerClaimed and answerRefused are the worker's, read like result:
+	// the dispatcher admitted its answer's bytes before building it
+	// (claimAnswer), or was refused them and answered the overload error.
+	answerClaimed, answerRefused bool
 	// span is the request's observed operation (observer.go), nil when
 	// there is no observer; set by the owner before the job is submitted
 	// and never changed (the worker reads it). spanEnded is the owner's.
@@ -352,6 +356,7 @@ func (c *connection) onMessage(m message) error {
 // or dropped (a notification).
 func (c *connection) submit(ex *execution) error {
 	ex.req.Session, ex.req.Header, ex.req.SessionID, ex.req.Transport = c.session, c.header, c.sessionID, c.transport
+	ex.req.answers = ex
 	if ex.header != nil {
 		ex.req.Header = ex.header
 		if v := c.session.ProtocolVersion; v != "" && ex.method != methodInitialize {
@@ -471,6 +476,10 @@ func (c *connection) settle(ex *execution, o Outcome) error {
 	switch o.Kind {
 	case OutcomeCompleted:
 		res := ex.result
+		if ex.answerRefused || !ex.answerClaimed && !c.answerFits(ex, len(res.answer.frame)) {
+			ex.endOperation(OperationEnd{Outcome: OperationRefused, ErrorCode: errCapacity.Code, ErrorMessage: errCapacity.Message, RefusedReason: "capacity"})
+			return c.answer(ex.route, ex.errorAnswer(errCapacity))
+		}
 		ex.endAnswered(&res)
 		if res.reply.Listen != nil {
 			return c.openSubscription(ex, res.reply.Listen)
@@ -496,6 +505,42 @@ func (c *connection) settle(ex *execution, o Outcome) error {
 	}
 	ex.endOperation(OperationEnd{Outcome: OperationCancelled})
 	return c.answer(ex.route, noAnswer)
+}
+
+// answerFits admits the answer of n bytes that ex's handler built (n 0:
+// none) without claiming it first (claimAnswer), as its message was
+// admitted: it fits when its bytes fit in the
+// executor's budget and the client's share beside what else is in flight,
+// the message's own bytes excepted, or when nothing else is in flight. A
+// message whose bytes a reservation holds (an HTTP body) has the answer's
+// join them until the transport releases it, after the answer is written;
+// otherwise (stdio) the frame is then bounded by the output's own bound. An
+// answer that does not fit is not written: the request is answered with
+// the overload error instead, and what the reply would have changed on the
+// connection is not applied.
+func (c *connection) answerFits(ex *execution, n int) bool {
+	switch {
+	case n == 0:
+		return true
+	case ex.job.hold != nil:
+		return !errors.Is(ex.job.hold.Grow(n), ErrOverloaded)
+	}
+	return c.sub.client.fitsAnswer(n)
+}
+
+// claimAnswer is the execution's answerClaimer, called by its dispatcher on
+// the worker: it admits n bytes of an answer about to be built as
+// answerFits admits a built one, and counts them with the job's bytes (until
+// its function returns; a reservation's until the transport releases it,
+// after the answer is written). So an answer that does not fit is refused
+// before it takes memory.
+func (ex *execution) claimAnswer(n int) bool {
+	if !ex.conn.sub.e.growJob(&ex.job, n) {
+		ex.answerRefused = true
+		return false
+	}
+	ex.answerClaimed = true
+	return true
 }
 
 // applyReply records what a successful reply changes on the connection,

@@ -86,6 +86,28 @@ type Request struct {
 	// HandlerRequest the runtime builds for this request, so that it costs
 	// no allocation of its own. See newHandlerRequest.
 	handlerSpace *handlerRequestSpace
+	// answers, when the transport provides it, admits the bytes of an
+	// answer before the dispatcher builds it (claimAnswer); nil: an
+	// answer is admitted only once it is built.
+	answers answerClaimer
+}
+
+// answerClaimer admits an answer's bytes against the transport's byte
+// budget before the answer is built: claimAnswer reports whether n bytes
+// fit (and counts them until the answer is written) as its message's bytes
+// were admitted; when they do not, the request is answered with the
+// overload error. Safe to call from the request's handler goroutine.
+type answerClaimer interface {
+	claimAnswer(n int) bool
+}
+
+// claimAnswer reports whether the answer of n bytes the dispatcher is about
+// to build for r may be built (see answerClaimer); true when the transport
+// does not admit answers ahead. A dispatcher that gets false answers the
+// request with errCapacity instead, so that an answer that does not fit is
+// never built.
+func (r *Request) claimAnswer(n int) bool {
+	return r.answers == nil || r.answers.claimAnswer(n)
 }
 
 // paramsValidated reports whether Params are the very bytes the transport

@@ -123,7 +123,9 @@ type ExecutorOptions struct {
 	// job that does not fit is refused with ErrOverloaded, except when no
 	// bytes are in flight at all: one job larger than the whole budget is
 	// then admitted, so that any single message the transport accepts can
-	// be served.
+	// be served. A transport admits its jobs' answers against the same
+	// budget by the same rule (ExecutorClient.fitsAnswer, Reservation.Grow;
+	// see executor_client.go).
 	MaxInflightBytes int
 
 	// A client's share (see ExecutorClient) of the slots, the queue and the

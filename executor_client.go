@@ -40,8 +40,15 @@ import (
 //
 // Bytes are reserved against the budget and the share ahead of a job when
 // they are held before it exists (a body being read) or after it (an answer
-// not yet written): Reserve, Grow and Add, then SubmitReserved hands the
-// bytes to a job.
+// not yet written): Reserve and Grow, then SubmitReserved hands the bytes to
+// a job. An answer is admitted as a message is, and refused the same way:
+// its bytes must fit beside what else is in flight, its request's own bytes
+// excepted, or nothing else be in flight; else the request is answered with
+// the overload error, -32603 "Server execution capacity exhausted". A
+// running job admits its answer before building it with growJob (the bytes
+// join the job's: its size, or its reservation's); one built first is
+// admitted with Grow of the reservation its job held (HTTP) or checked
+// with fitsAnswer (stdio, whose line's bytes are free by then).
 
 // ExecutorClient is one client of an Executor: a group of submitters whose
 // jobs and reservations share one client's share of the executor's limits.
@@ -286,21 +293,48 @@ func (r *Reservation) Grow(n int) error {
 	return nil
 }
 
-// Add holds n more bytes (n ≥ 0) without refusing them, for bytes that exist
-// already and must be kept, e.g. an answer frame waiting for its write:
-// they are counted, so that what is admitted next is refused instead. Once
-// r's bytes are freed it does nothing.
-func (r *Reservation) Add(n int) {
-	if n <= 0 {
-		return
-	}
-	e := r.c.e
+// growJob counts n more bytes held by j, a job of e whose function runs
+// (building its answer), if they fit as a message of its client's would,
+// j's own bytes excepted (its size, or its reservation's), and reports
+// whether they did. They are held as j's own are: until its function
+// returns, or, for a job holding a reservation, until that is freed. For a
+// job that no longer holds bytes (finished) nothing is counted: true.
+func (e *Executor) growJob(j *job, n int) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if !r.freed() {
+	switch r := j.hold; {
+	case j.state == jobFinished || r != nil && r.freed():
+		return true
+	case r != nil:
+		if !e.fitsLocked(r.c, n, r.n) {
+			return false
+		}
 		r.n += n
 		e.chargeLocked(r.c, n)
+		return true
 	}
+	c := j.sub.client
+	if !e.fitsLocked(c, n, j.size) {
+		return false
+	}
+	j.size += n
+	e.chargeLocked(c, n)
+	return true
+}
+
+// fitsAnswer reports whether an answer of n bytes, built by a job of c
+// whose function has returned, may be kept for its write: as a message is
+// admitted, it fits when the bytes fit in the budget and in c's share beside
+// everything else in flight, or when nothing else is in flight however large
+// it is. Nothing is counted: the caller bounds the frame it keeps (stdio's
+// writer pauses the input while its frames wait). An answer to a message
+// whose bytes a reservation holds grows that reservation instead (Grow),
+// whose bytes count as the answer's own.
+func (c *ExecutorClient) fitsAnswer(n int) bool {
+	e := c.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.fitsLocked(c, n, 0)
 }
 
 // Len returns the bytes r holds (0 once they are freed).

@@ -88,8 +88,7 @@ func TestFreedSlotGoesToTheClientRunningFewest(t *testing.T) {
 }
 
 // Reserved bytes count against the budget and the client's share until they
-// are released; a reservation grows while they fit, and Add counts bytes
-// without refusing them.
+// are released; a reservation grows while they fit.
 func TestReservationCountsUntilReleased(t *testing.T) {
 	e := newTestExecutor(t, ExecutorOptions{MaxInflightBytes: 100, MaxClientInflightBytes: 60})
 	a, b := e.NewClient(), e.NewClient()
@@ -118,13 +117,12 @@ func TestReservationCountsUntilReleased(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Reserve within the budget: %v", err)
 	}
-	r.Add(30) // never refused
-	if got := r.Len(); got != 80 {
-		t.Fatalf("Len = %d, want 80", got)
+	if got := r.Len(); got != 50 {
+		t.Fatalf("Len = %d, want 50", got)
 	}
-	expectBytes(t, e, 130)
+	expectBytes(t, e, 100)
 	if _, err := b.NewSubmitter().SubmitSized("k", 1, 0, returning(nil)); !errors.Is(err, ErrOverloaded) {
-		t.Fatalf("a job while Add passed the budget: err = %v, want ErrOverloaded", err)
+		t.Fatalf("a job beyond the budget: err = %v, want ErrOverloaded", err)
 	}
 	r.Release()
 	r.Release() // idempotent
@@ -134,7 +132,6 @@ func TestReservationCountsUntilReleased(t *testing.T) {
 	if err := r.Grow(1); err == nil {
 		t.Fatal("Grow after Release succeeded")
 	}
-	r.Add(5) // does nothing
 	expectBytes(t, e, 50)
 	first.Release()
 	expectClientStats(t, a, ClientStats{})
@@ -338,4 +335,136 @@ func TestClientSharesUnderRandomLoad(t *testing.T) {
 	eventually(t, "every job's function returning", func() bool { st := e.Stats(); return st.Running == 0 && st.Queued == 0 })
 	checkClientInvariants(t, e, clients)
 	expectBytes(t, e, 0)
+}
+
+// An answer is admitted as a message is: grown into the reservation of the
+// body it answers, or checked on its own (fitsAnswer), it fits when its
+// bytes fit beside what else is in flight, the request's own bytes
+// excepted, or when nothing else is in flight, however large it is; and a
+// client's share binds only while another client holds bytes.
+func TestAnswerFitsAsAMessageIsAdmitted(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		share       int // MaxClientInflightBytes; the budget is 100
+		body        int // the request's own bytes (a reservation), 0: none (stdio)
+		others      int // bytes another client holds, 0: none
+		ownMore     int // bytes another request of the same client holds
+		answer      int
+		fits        bool
+		wantHeldNow int // what the executor counts after the answer was admitted
+	}{
+		{name: "beside others, within the budget", body: 30, others: 40, answer: 30, fits: true, wantHeldNow: 100},
+		{name: "beside others, beyond the budget", body: 30, others: 40, answer: 31, fits: false, wantHeldNow: 70},
+		{name: "alone, larger than the budget", body: 30, answer: 500, fits: true, wantHeldNow: 530},
+		{name: "alone and bodiless, larger than the budget", answer: 500, fits: true, wantHeldNow: 0},
+		{name: "bodiless beside others, within the budget", others: 40, answer: 60, fits: true, wantHeldNow: 40},
+		{name: "bodiless beside others, beyond the budget", others: 40, answer: 61, fits: false, wantHeldNow: 40},
+		{name: "beside the client's own other request, beyond the budget", body: 30, ownMore: 40, answer: 31, fits: false, wantHeldNow: 70},
+		{name: "beyond the share while another client holds bytes", share: 50, body: 20, ownMore: 10, others: 10, answer: 21, fits: false, wantHeldNow: 40},
+		{name: "within the share while another client holds bytes", share: 50, body: 20, ownMore: 10, others: 10, answer: 20, fits: true, wantHeldNow: 60},
+		{name: "the client's only request beyond the share", share: 50, body: 30, others: 10, answer: 21, fits: true, wantHeldNow: 61},
+		{name: "beyond the share alone", share: 50, body: 30, answer: 60, fits: true, wantHeldNow: 90},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newTestExecutor(t, ExecutorOptions{MaxInflightBytes: 100, MaxClientInflightBytes: tc.share})
+			c := e.NewClient()
+			hold := func(client *ExecutorClient, n int) {
+				if n == 0 {
+					return
+				}
+				r, err := client.Reserve(n)
+				if err != nil {
+					t.Fatalf("Reserve(%d): %v", n, err)
+				}
+				t.Cleanup(r.Release)
+			}
+			hold(e.NewClient(), tc.others)
+			hold(c, tc.ownMore)
+			var fits bool
+			if tc.body == 0 {
+				fits = c.fitsAnswer(tc.answer)
+			} else {
+				body, err := c.Reserve(tc.body)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer body.Release()
+				err = body.Grow(tc.answer)
+				if fits = err == nil; !fits && !errors.Is(err, ErrOverloaded) {
+					t.Fatalf("Grow(%d) = %v, want nil or ErrOverloaded", tc.answer, err)
+				}
+			}
+			if fits != tc.fits {
+				t.Fatalf("the answer fits: %v, want %v", fits, tc.fits)
+			}
+			expectBytes(t, e, tc.wantHeldNow)
+		})
+	}
+}
+
+// A running job's answer is admitted before it is built (growJob) by the
+// same rule: its bytes join the job's own (its size, or its reservation's),
+// which are excepted; they are held until its function returns, or until
+// the reservation is freed; a finished job counts nothing more.
+func TestGrowJobAdmitsAnAnswerAsAMessage(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		reserved  bool // the job holds a reservation of its 30 bytes, else a size of 30
+		others    int  // bytes another client holds
+		grow      int
+		fits      bool
+		afterward int // bytes in flight once the job returned (a reservation not yet released)
+	}{
+		{name: "sized, within the budget", others: 40, grow: 30, fits: true, afterward: 40},
+		{name: "sized, beyond the budget", others: 40, grow: 31, fits: false, afterward: 40},
+		{name: "sized, alone, beyond the budget", grow: 500, fits: true, afterward: 0},
+		{name: "reserved, within the budget", reserved: true, others: 40, grow: 30, fits: true, afterward: 100},
+		{name: "reserved, beyond the budget", reserved: true, others: 40, grow: 31, fits: false, afterward: 70},
+		{name: "reserved, alone, beyond the budget", reserved: true, grow: 500, fits: true, afterward: 530},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newTestExecutor(t, ExecutorOptions{MaxInflightBytes: 100})
+			if tc.others > 0 {
+				r, err := e.NewClient().Reserve(tc.others)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer r.Release()
+			}
+			s := e.NewSubmitter()
+			grown := make(chan bool)
+			j := &job{size: 30}
+			if tc.reserved {
+				r, err := s.client.Reserve(30)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer r.Release()
+				j.size, j.hold = 0, r
+			}
+			j.work = workFunc(func(context.Context) any {
+				grown <- e.growJob(j, tc.grow)
+				<-grown
+				return nil
+			})
+			if _, err := s.submit(j, 0); err != nil {
+				t.Fatal(err)
+			}
+			if fits := <-grown; fits != tc.fits {
+				t.Fatalf("growJob(%d) = %v, want %v", tc.grow, fits, tc.fits)
+			}
+			want := tc.others + 30
+			if tc.fits {
+				want += tc.grow
+			}
+			expectBytes(t, e, want)
+			grown <- true // the job returns
+			receive(t, s)
+			eventually(t, "the job's bytes being released", func() bool { return e.Stats().InflightBytes == tc.afterward })
+			if !e.growJob(j, 1) {
+				t.Fatal("growJob of a finished job refused")
+			}
+			expectBytes(t, e, tc.afterward)
+		})
+	}
 }

@@ -27,7 +27,10 @@ type job struct {
 	sub     *Submitter
 	work    jobWork
 	timeout time.Duration // negative means no deadline
-	size    int           // bytes counted in e.bytes and its client's while the job is queued or holds a slot
+	// size is the bytes counted in e.bytes and its client's while the job
+	// is queued or holds a slot; it grows (growJob, under e.mu) while the
+	// job runs.
+	size int
 	// hold is the reservation whose bytes the job holds, while it is
 	// queued or holds a slot, instead of a size of its own; nil for none.
 	hold *Reservation

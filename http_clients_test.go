@@ -29,6 +29,23 @@ func newHoldServer(t *testing.T, opts HTTPOptions) (*httpTestServer, *holdTool) 
 	t.Helper()
 	rt := newHTTPCatalogRuntime(t)
 	hold := &holdTool{started: make(chan string, 16), release: make(chan struct{})}
+	addHoldTool(t, rt, hold)
+	s := newHTTPTestServer(t, rt, opts)
+	t.Cleanup(func() {
+		select {
+		case <-hold.release:
+		default:
+			close(hold.release)
+		}
+	})
+	return s, hold
+}
+
+// addHoldTool adds the "hold" tool to rt: each call sends its id argument
+// on hold.started, then returns when hold.release is closed or it is
+// cancelled.
+func addHoldTool(t *testing.T, rt *Runtime, hold *holdTool) {
+	t.Helper()
 	if err := rt.AddTool(Tool{Name: "hold"}, func(ctx context.Context, req *HandlerRequest) (*ToolResult, error) {
 		var args struct {
 			ID string `json:"id"`
@@ -43,15 +60,6 @@ func newHoldServer(t *testing.T, opts HTTPOptions) (*httpTestServer, *holdTool) 
 	}); err != nil {
 		t.Fatal(err)
 	}
-	s := newHTTPTestServer(t, rt, opts)
-	t.Cleanup(func() {
-		select {
-		case <-hold.release:
-		default:
-			close(hold.release)
-		}
-	})
-	return s, hold
 }
 
 // holdCall is a 2026 tools/call of the hold tool, padded to pad bytes more.

@@ -105,20 +105,6 @@ func (m *postedMessage) isResponse() bool { return m.env.isResponse() }
 // (envelope.isNotification).
 func (m *postedMessage) isNotification() bool { return m.env.isNotification(m.methodOK) }
 
-// holdAnswer counts frame, the answer to the message, against the bytes its
-// body holds until its POST is done (HTTPHandler.servePost releases them
-// once the answer is written): an answer nobody reads yet is counted as the
-// body was, so that what is admitted next is refused instead.
-func (m *postedMessage) holdAnswer(frame []byte) { holdAnswer(m.res, frame) }
-
-// holdAnswer counts frame against res, the reservation of the body it
-// answers (nil: none); see postedMessage.holdAnswer.
-func holdAnswer(res *Reservation, frame []byte) {
-	if res != nil {
-		res.Add(len(frame))
-	}
-}
-
 // isRequest reports whether the message is a request, answered with a
 // response (an invalid one too), rather than a notification or a response,
 // answered 202.

@@ -257,7 +257,6 @@ func (s *httpSession) answer(r route, f finalFrame) error {
 		return nil
 	}
 	x.answered = true
-	x.msg.holdAnswer(f.frame)
 	if x == s.creating {
 		s.creating = nil
 		if f.frame == nil || f.code != 0 {

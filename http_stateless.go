@@ -18,11 +18,10 @@ import (
 // it costs one allocation for them all. Owned by the POST's goroutine.
 type statelessPost struct {
 	sse      sseWriter
-	conn     connection   // the message's connection
-	sub      Submitter    // the connection's
-	res      *Reservation // the body's bytes, which its answer's join (see postedMessage.holdAnswer)
-	request  bool         // the message is a request, answered with a response
-	answered bool         // the answer is complete: the POST is done
+	conn     connection // the message's connection
+	sub      Submitter  // the connection's
+	request  bool       // the message is a request, answered with a response
+	answered bool       // the answer is complete: the POST is done
 	// A listen stream's keep-alive ticks and the handler's quit (closed by
 	// CloseStreams); nil for a request.
 	keepAlive <-chan time.Time
@@ -47,7 +46,7 @@ func (h *HTTPHandler) serveStateless(w http.ResponseWriter, r *http.Request, msg
 	}
 	// msg stays in the caller's frame: the connection copies what it
 	// needs of it, and the record keeps only the body's reservation.
-	p := &statelessPost{sse: newSSEWriter(w, h.opts.WriteTimeout), res: msg.res, request: msg.isRequest()}
+	p := &statelessPost{sse: newSSEWriter(w, h.opts.WriteTimeout), request: msg.isRequest()}
 	if h.closing() {
 		p.answer(nil, errorAnswer(msg.id(), errShuttingDown))
 		return
@@ -138,7 +137,6 @@ func (p *statelessPost) answer(_ route, f finalFrame) error {
 	}
 	p.answered = true
 	frame := f.frame
-	holdAnswer(p.res, frame)
 	switch {
 	case p.sse.started && frame != nil:
 		p.sse.events([]streamEvent{{frame: frame}})

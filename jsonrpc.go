@@ -65,9 +65,15 @@ func resultFrame(id string, result json.RawMessage) []byte {
 // appendASCII leaves it unchanged) and hands the buffer to framedResult, so
 // the transport writes the frame without copying the result again.
 func startResultFrame(req *Request, size int) []byte {
-	frame := make([]byte, 0, len(frameEnvelopeStart)+len(req.ID)+len(frameResultKey)+size+len(frameEnd))
+	frame := make([]byte, 0, resultFrameCap(req, size))
 	frame = appendEnvelopeStart(frame, []byte(req.ID))
 	return append(frame, frameResultKey...)
+}
+
+// resultFrameCap is the capacity of the buffer startResultFrame returns for
+// size bytes of req's result: the frame's length at most.
+func resultFrameCap(req *Request, size int) int {
+	return len(frameEnvelopeStart) + len(req.ID) + len(frameResultKey) + size + len(frameEnd)
 }
 
 // framedResult returns the Reply whose Result is frame[start:], appended to

@@ -345,11 +345,13 @@ func run(args []string, stdin, stdout, stderr *os.File) int {
 }
 
 // memoryLimit is the soft memory limit of the process (runtime/debug), on
-// stdio and with -http: the input admitted (-max-inflight-bytes: lines, or
-// POST bodies) plus room for what else is held, which is mostly messages
-// too: lines read ahead or held behind an initialize, the one being
-// assembled, refused ones not yet collected, and answers as large as their
-// requests. It keeps the collector from letting the heap grow to twice what
+// stdio and with -http: the input admitted and the answers kept for their
+// write (-max-inflight-bytes: lines or POST bodies, and over HTTP their
+// answers, which are admitted against the same budget) plus room for what
+// else is held, which is mostly messages too: lines read ahead or held
+// behind an initialize, the one being assembled, refused ones not yet
+// collected, and what handlers hold until their answer is admitted (the
+// arguments they decoded, the answer being built). It keeps the collector from letting the heap grow to twice what
 // is live (GOGC=100) when the input is large.
 func memoryLimit(c config) int64 {
 	return int64(c.maxInflightBytes) + 4*int64(c.maxLineBytes) + 16<<20

@@ -311,6 +311,9 @@ func (rt *Runtime) toolResultReply(c *methodCall, res *ToolResult) Reply {
 		res = &ToolResult{}
 	}
 	if size, ok := rt.plainToolResultSize(c, res); ok {
+		if !c.req.claimAnswer(resultFrameCap(c.req, size)) {
+			return Reply{Error: errCapacity} // never built: it does not fit in the byte budget
+		}
 		frame := startResultFrame(c.req, size)
 		start := len(frame)
 		frame, err := rt.appendPlainToolResult(frame, c, res)
