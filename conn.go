@@ -323,6 +323,7 @@ func (c *connection) onMessage(m message) error {
 	}
 	if tracked {
 		if c.inFlight(id) {
+			c.observeRefused(method, id, env.params, m.values, errDuplicateID, "duplicate_id")
 			return c.answer(r, errorAnswer(id, errDuplicateID))
 		}
 	} else {
@@ -471,15 +472,18 @@ func (c *connection) settle(ex *execution, o Outcome) error {
 	switch o.Kind {
 	case OutcomeCompleted:
 		res := ex.result
-		ex.endAnswered(&res)
 		if res.reply.Listen != nil {
-			return c.openSubscription(ex, res.reply.Listen)
+			err := c.openSubscription(ex, res.reply.Listen) // a refusal ends the span as such
+			ex.endAnswered(&res)
+			return err
 		}
 		if res.reply.Subscribe != "" {
 			if rpcErr := c.admitSubscribe(res.reply.Subscribe); rpcErr != nil {
+				ex.endOperation(OperationEnd{Outcome: OperationAnswered, ErrorCode: rpcErr.Code, ErrorMessage: rpcErr.Message})
 				return c.answer(ex.route, errorAnswer(ex.id, rpcErr))
 			}
 		}
+		ex.endAnswered(&res)
 		c.applyReply(res.reply)
 		return c.answer(ex.route, res.answer)
 	case OutcomeTimedOut:

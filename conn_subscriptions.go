@@ -41,6 +41,7 @@ func (c *connection) admitSubscribe(uri string) *RPCError {
 // quota).
 func (c *connection) openSubscription(ex *execution, filter *ListenFilter) error {
 	if c.subscriptions() >= c.maxSubscriptions || c.listenQuota != nil && !c.listenQuota.take() {
+		ex.endOperation(OperationEnd{Outcome: OperationAnswered, ErrorCode: errSubscriptionCapacity.Code, ErrorMessage: errSubscriptionCapacity.Message})
 		return c.answer(ex.route, errorAnswer(ex.id, errSubscriptionCapacity))
 	}
 	if c.changes != nil {

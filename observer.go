@@ -296,6 +296,26 @@ func (c *connection) startOperation(ex *execution) {
 	})
 }
 
+// observeRefused gives a request the connection refuses before it becomes
+// an execution (a duplicate in-flight id) a span of its own, ended at once
+// as refused with rpcErr and reason, when the connection has an observer.
+// values is the message's own context of values, nil for the connection's.
+func (c *connection) observeRefused(method, id string, params json.RawMessage, values context.Context, rpcErr *RPCError, reason string) {
+	if c.observer == nil {
+		return
+	}
+	if values == nil {
+		values = c.values
+	}
+	span := c.observer.StartOperation(&OperationStart{
+		Method: method, RequestID: id, SessionID: c.sessionID, Transport: c.transport,
+		ProtocolVersion: c.session.ProtocolVersion, Params: params, Values: values, Received: time.Now(),
+	})
+	if span != nil {
+		span.End(OperationEnd{Outcome: OperationRefused, ErrorCode: rpcErr.Code, ErrorMessage: rpcErr.Message, RefusedReason: reason})
+	}
+}
+
 // endOperation ends ex's span, if it has one, with e.
 func (ex *execution) endOperation(e OperationEnd) {
 	if ex.span == nil || ex.spanEnded {
