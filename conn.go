@@ -89,7 +89,8 @@ type connConfig struct {
 	maxSubscriptions int
 	// listenQuota, when not nil, must also admit each listen stream: the
 	// share of a client whose requests belong to no connection of their
-	// own (2026-07-28 over HTTP).
+	// own (2026-07-28 over HTTP), or a counter that admits every stream
+	// (stdio's, for Transport.ListenStreams).
 	listenQuota quota
 	// noClientRequests refuses Peer.Request: the transport has no way for
 	// the client's response to come back (2026-07-28 over HTTP).
@@ -168,6 +169,9 @@ type connection struct {
 	inputEnded bool // no more messages come: no client response can arrive
 
 	sessionStart time.Time // when the observer was told of the session
+	// endErr is what ended the owner loop (serveConnection's result), for
+	// the observer's SessionEnded; nil for a normal end.
+	endErr error
 }
 
 // newConnection returns the connection cfg describes; its owner must call

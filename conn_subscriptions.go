@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"maps"
 	"slices"
+	"sync/atomic"
 )
 
 // subscription is an open 2026 subscriptions/listen stream.
@@ -77,6 +78,14 @@ func (c *connection) closeSubscription(id string, final finalFrame) error {
 	c.releaseListen(s)
 	return c.answer(s.route, final)
 }
+
+// listenCounter is a quota that admits every listen stream and counts the
+// open ones, for a transport whose connection bounds them by
+// MaxSubscriptions alone (stdio): Transport.ListenStreams reads it.
+type listenCounter struct{ open atomic.Int64 }
+
+func (l *listenCounter) take() bool { l.open.Add(1); return true }
+func (l *listenCounter) release()   { l.open.Add(-1) }
 
 // releaseListen gives a closed listen stream's place back to the client's
 // quota.

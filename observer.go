@@ -190,6 +190,30 @@ type SessionInfo struct {
 	ID        string
 	Transport string // "" on stdio, TransportStreamableHTTP over HTTP
 	Started   time.Time
+	// The rest is set for SessionEnded only. ProtocolVersion is the version
+	// the session negotiated ("" when it never did); ErrorType is the
+	// error.type of a session that ended on an error, "" when it ended
+	// normally (see SessionErrorType).
+	ProtocolVersion string
+	ErrorType       string
+}
+
+// SessionErrorType is the error.type of a session whose owner loop ended
+// with err: "" for a normal end (its input ended, the client or the
+// application closed it, or the server's context ended: a shutdown is not
+// the session's failure); output_failed when a write failed or timed out;
+// executor_closed when an injected executor closed under it; _OTHER for
+// anything else.
+func SessionErrorType(err error) string {
+	switch {
+	case err == nil, errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return ""
+	case errors.Is(err, ErrOutputFailed):
+		return "output_failed"
+	case errors.Is(err, ErrExecutorClosed):
+		return "executor_closed"
+	}
+	return "_OTHER"
 }
 
 // TransportInfo is what an HTTP transport knows of a message's carrier that
@@ -369,7 +393,8 @@ func (c *connection) sessionEnded() {
 	if c.observer == nil || c.sessionID == "" {
 		return
 	}
-	c.observer.SessionEnded(SessionInfo{ID: c.sessionID, Transport: c.transport, Started: c.sessionStart})
+	c.observer.SessionEnded(SessionInfo{ID: c.sessionID, Transport: c.transport, Started: c.sessionStart,
+		ProtocolVersion: c.session.ProtocolVersion, ErrorType: SessionErrorType(c.endErr)})
 }
 
 // abandonOperations ends the spans of the requests still admitted when the

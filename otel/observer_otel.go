@@ -113,13 +113,23 @@ func (o *OTelObserver) StartOperation(op *OperationStart) OperationSpan {
 
 func (o *OTelObserver) SessionStarted(SessionInfo) {}
 
+// SessionEnded records mcp.server.session.duration with error.type (only
+// when the session ended on an error), mcp.protocol.version and the
+// transport's attributes.
 func (o *OTelObserver) SessionEnded(s SessionInfo) {
-	transport := "pipe"
-	if s.Transport != "" {
-		transport = "tcp"
+	attrs := make([]attribute.KeyValue, 0, 4)
+	if s.ErrorType != "" {
+		attrs = append(attrs, attribute.String("error.type", s.ErrorType))
 	}
-	o.sessionDuration.Record(context.Background(), time.Since(s.Started).Seconds(),
-		metric.WithAttributes(attribute.String("network.transport", transport)))
+	if s.ProtocolVersion != "" {
+		attrs = append(attrs, attribute.String("mcp.protocol.version", s.ProtocolVersion))
+	}
+	if s.Transport == "" {
+		attrs = append(attrs, attribute.String("network.transport", "pipe"))
+	} else {
+		attrs = append(attrs, attribute.String("network.transport", "tcp"), attribute.String("network.protocol.name", "http"))
+	}
+	o.sessionDuration.Record(context.Background(), time.Since(s.Started).Seconds(), metric.WithAttributes(attrs...))
 }
 
 func (s *otelSpan) SpanContext() SpanContext {
