@@ -182,6 +182,15 @@ type OperationSpan interface {
 	// StartLinked starts a span that is not a child of this one but linked
 	// to it: the run of a task that a task-augmented call created.
 	StartLinked(name string) OperationSpan
+	// Started is called once, from the executor's worker, when the request
+	// starts running there, after its wait in the executor's queue (the
+	// span itself started when the request was received): the observer
+	// records the start and the wait. It is not called for a request that
+	// never ran (refused, or cancelled while queued), and it may run
+	// concurrently with End (a request cancelled or timed out as it
+	// starts); then either order must be safe, and a Started after End is
+	// dropped. It is called before SpanContext and Context.
+	Started(at time.Time)
 	End(e OperationEnd)
 }
 
@@ -369,12 +378,15 @@ func (ex *execution) endAnswered(res *workResult) {
 }
 
 // observedContext is the context ex's handler runs with: ctx carrying ex's
-// span when it has one, ctx itself when not. It also puts the span context
-// in ex.req for the HandlerRequest.
+// span when it has one, ctx itself when not. It runs on the executor's
+// worker as the job starts (execution.execute), so it tells the span that
+// the request has started running, after its queue wait; it also puts the
+// span context in ex.req for the HandlerRequest.
 func (ex *execution) observedContext(ctx context.Context) context.Context {
 	if ex.span == nil {
 		return ctx
 	}
+	ex.span.Started(time.Now())
 	ex.req.SpanContext = ex.span.SpanContext()
 	return ContextWithOperationSpan(ctx, ex.span)
 }

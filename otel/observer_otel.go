@@ -159,6 +159,15 @@ func (s *otelSpan) StartLinked(name string) OperationSpan {
 	return &otelSpan{o: s.o, span: span, start: time.Now()}
 }
 
+// Started records the request's start on a worker, after its queue wait:
+// the span event mcp.server.request.started with the wait as
+// mcp.server.request.queue_wait_ns (the SDK's spans are safe for concurrent
+// use, and ignore an event after End).
+func (s *otelSpan) Started(at time.Time) {
+	s.span.AddEvent("mcp.server.request.started", trace.WithTimestamp(at),
+		trace.WithAttributes(attribute.Int64("mcp.server.request.queue_wait_ns", int64(max(at.Sub(s.start), 0)))))
+}
+
 // End records how the operation ended (error.type,
 // rpc.response.status_code, an ERROR status with the JSON-RPC message) and,
 // for a SERVER span, its duration.
