@@ -89,7 +89,8 @@ type connConfig struct {
 	maxSubscriptions int
 	// listenQuota, when not nil, must also admit each listen stream: the
 	// share of a client whose requests belong to no connection of their
-	// own (2026-07-28 over HTTP).
+	// own (2026-07-28 over HTTP), or a counter that admits every stream
+	// (stdio's, for Transport.ListenStreams).
 	listenQuota quota
 	// noClientRequests refuses Peer.Request: the transport has no way for
 	// the client's response to come back (2026-07-28 over HTTP).
@@ -168,6 +169,9 @@ type connection struct {
 	inputEnded bool // no more messages come: no client response can arrive
 
 	sessionStart time.Time // when the observer was told of the session
+	// endErr is what ended the owner loop (serveConnection's result), for
+	// the observer's SessionEnded; nil for a normal end.
+	endErr error
 }
 
 // newConnection returns the connection cfg describes; its owner must call
@@ -327,6 +331,7 @@ func (c *connection) onMessage(m message) error {
 	}
 	if tracked {
 		if c.inFlight(id) {
+			c.observeRefused(method, id, env.params, m.values, errDuplicateID, "duplicate_id")
 			return c.answer(r, errorAnswer(id, errDuplicateID))
 		}
 	} else {
@@ -480,15 +485,18 @@ func (c *connection) settle(ex *execution, o Outcome) error {
 			ex.endOperation(OperationEnd{Outcome: OperationRefused, ErrorCode: errCapacity.Code, ErrorMessage: errCapacity.Message, RefusedReason: "capacity"})
 			return c.answer(ex.route, ex.errorAnswer(errCapacity))
 		}
-		ex.endAnswered(&res)
 		if res.reply.Listen != nil {
-			return c.openSubscription(ex, res.reply.Listen)
+			err := c.openSubscription(ex, res.reply.Listen) // a refusal ends the span as such
+			ex.endAnswered(&res)
+			return err
 		}
 		if res.reply.Subscribe != "" {
 			if rpcErr := c.admitSubscribe(res.reply.Subscribe); rpcErr != nil {
+				ex.endOperation(OperationEnd{Outcome: OperationAnswered, ErrorCode: rpcErr.Code, ErrorMessage: rpcErr.Message})
 				return c.answer(ex.route, errorAnswer(ex.id, rpcErr))
 			}
 		}
+		ex.endAnswered(&res)
 		c.applyReply(res.reply)
 		return c.answer(ex.route, res.answer)
 	case OutcomeTimedOut:

@@ -69,7 +69,8 @@ const maxReady = 64
 // It never waits on a handler. Under load it takes the events that are
 // ready (outcomes first, then the transport's events and input) without
 // waiting on every channel at once, maxReady at most in a row.
-func serveConnection[M, E any](ctx context.Context, c *connection, side connSide[M, E]) error {
+func serveConnection[M, E any](ctx context.Context, c *connection, side connSide[M, E]) (err error) {
+	defer func() { c.endErr = err }() // what the session's end reports (sessionEnded)
 	ready := 0
 	for {
 		if done, err := side.finished(); done {

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"maps"
 	"slices"
+	"sync/atomic"
 )
 
 // subscription is an open 2026 subscriptions/listen stream.
@@ -41,6 +42,7 @@ func (c *connection) admitSubscribe(uri string) *RPCError {
 // quota).
 func (c *connection) openSubscription(ex *execution, filter *ListenFilter) error {
 	if c.subscriptions() >= c.maxSubscriptions || c.listenQuota != nil && !c.listenQuota.take() {
+		ex.endOperation(OperationEnd{Outcome: OperationAnswered, ErrorCode: errSubscriptionCapacity.Code, ErrorMessage: errSubscriptionCapacity.Message})
 		return c.answer(ex.route, errorAnswer(ex.id, errSubscriptionCapacity))
 	}
 	if c.changes != nil {
@@ -76,6 +78,14 @@ func (c *connection) closeSubscription(id string, final finalFrame) error {
 	c.releaseListen(s)
 	return c.answer(s.route, final)
 }
+
+// listenCounter is a quota that admits every listen stream and counts the
+// open ones, for a transport whose connection bounds them by
+// MaxSubscriptions alone (stdio): Transport.ListenStreams reads it.
+type listenCounter struct{ open atomic.Int64 }
+
+func (l *listenCounter) take() bool { l.open.Add(1); return true }
+func (l *listenCounter) release()   { l.open.Add(-1) }
 
 // releaseListen gives a closed listen stream's place back to the client's
 // quota.

@@ -51,6 +51,7 @@ func newCoordinator(ctx context.Context, t *Transport, source messageSource, wri
 		values:           ctx,
 		requestTimeout:   t.opts.RequestTimeout,
 		maxSubscriptions: t.opts.MaxSubscriptions,
+		listenQuota:      &t.listens,
 		sessionID:        newSessionID(),
 		calls:            t.calls,
 		observer:         t.opts.Observer,

@@ -49,7 +49,7 @@ func startTelemetry(f telemetryFlags, rt *Runtime, logger *slog.Logger, getenv f
 	}
 	opts.Logger = logger
 	ct := &commandTelemetry{t: NewTelemetry(opts)}
-	ct.t.ObserveRuntime(rt)
+	ct.t.ObserveTasks(rt.TaskStore())
 	if f.metricsAddr != "" {
 		ln, err := net.Listen("tcp", f.metricsAddr)
 		if err != nil {

@@ -182,6 +182,15 @@ type OperationSpan interface {
 	// StartLinked starts a span that is not a child of this one but linked
 	// to it: the run of a task that a task-augmented call created.
 	StartLinked(name string) OperationSpan
+	// Started is called once, from the executor's worker, when the request
+	// starts running there, after its wait in the executor's queue (the
+	// span itself started when the request was received): the observer
+	// records the start and the wait. It is not called for a request that
+	// never ran (refused, or cancelled while queued), and it may run
+	// concurrently with End (a request cancelled or timed out as it
+	// starts); then either order must be safe, and a Started after End is
+	// dropped. It is called before SpanContext and Context.
+	Started(at time.Time)
 	End(e OperationEnd)
 }
 
@@ -190,6 +199,30 @@ type SessionInfo struct {
 	ID        string
 	Transport string // "" on stdio, TransportStreamableHTTP over HTTP
 	Started   time.Time
+	// The rest is set for SessionEnded only. ProtocolVersion is the version
+	// the session negotiated ("" when it never did); ErrorType is the
+	// error.type of a session that ended on an error, "" when it ended
+	// normally (see SessionErrorType).
+	ProtocolVersion string
+	ErrorType       string
+}
+
+// SessionErrorType is the error.type of a session whose owner loop ended
+// with err: "" for a normal end (its input ended, the client or the
+// application closed it, or the server's context ended: a shutdown is not
+// the session's failure); output_failed when a write failed or timed out;
+// executor_closed when an injected executor closed under it; _OTHER for
+// anything else.
+func SessionErrorType(err error) string {
+	switch {
+	case err == nil, errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return ""
+	case errors.Is(err, ErrOutputFailed):
+		return "output_failed"
+	case errors.Is(err, ErrExecutorClosed):
+		return "executor_closed"
+	}
+	return "_OTHER"
 }
 
 // TransportInfo is what an HTTP transport knows of a message's carrier that
@@ -296,6 +329,26 @@ func (c *connection) startOperation(ex *execution) {
 	})
 }
 
+// observeRefused gives a request the connection refuses before it becomes
+// an execution (a duplicate in-flight id) a span of its own, ended at once
+// as refused with rpcErr and reason, when the connection has an observer.
+// values is the message's own context of values, nil for the connection's.
+func (c *connection) observeRefused(method, id string, params json.RawMessage, values context.Context, rpcErr *RPCError, reason string) {
+	if c.observer == nil {
+		return
+	}
+	if values == nil {
+		values = c.values
+	}
+	span := c.observer.StartOperation(&OperationStart{
+		Method: method, RequestID: id, SessionID: c.sessionID, Transport: c.transport,
+		ProtocolVersion: c.session.ProtocolVersion, Params: params, Values: values, Received: time.Now(),
+	})
+	if span != nil {
+		span.End(OperationEnd{Outcome: OperationRefused, ErrorCode: rpcErr.Code, ErrorMessage: rpcErr.Message, RefusedReason: reason})
+	}
+}
+
 // endOperation ends ex's span, if it has one, with e.
 func (ex *execution) endOperation(e OperationEnd) {
 	if ex.span == nil || ex.spanEnded {
@@ -325,12 +378,15 @@ func (ex *execution) endAnswered(res *workResult) {
 }
 
 // observedContext is the context ex's handler runs with: ctx carrying ex's
-// span when it has one, ctx itself when not. It also puts the span context
-// in ex.req for the HandlerRequest.
+// span when it has one, ctx itself when not. It runs on the executor's
+// worker as the job starts (execution.execute), so it tells the span that
+// the request has started running, after its queue wait; it also puts the
+// span context in ex.req for the HandlerRequest.
 func (ex *execution) observedContext(ctx context.Context) context.Context {
 	if ex.span == nil {
 		return ctx
 	}
+	ex.span.Started(time.Now())
 	ex.req.SpanContext = ex.span.SpanContext()
 	return ContextWithOperationSpan(ctx, ex.span)
 }
@@ -349,7 +405,8 @@ func (c *connection) sessionEnded() {
 	if c.observer == nil || c.sessionID == "" {
 		return
 	}
-	c.observer.SessionEnded(SessionInfo{ID: c.sessionID, Transport: c.transport, Started: c.sessionStart})
+	c.observer.SessionEnded(SessionInfo{ID: c.sessionID, Transport: c.transport, Started: c.sessionStart,
+		ProtocolVersion: c.session.ProtocolVersion, ErrorType: SessionErrorType(c.endErr)})
 }
 
 // abandonOperations ends the spans of the requests still admitted when the

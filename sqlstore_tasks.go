@@ -28,7 +28,7 @@ const sqlTerminal = `('` + TaskCompleted + `', '` + TaskFailed + `', '` + TaskCa
 
 // sqlTaskStatements are the statements of one table.
 type sqlTaskStatements struct {
-	nextSeq, purge, countOwner, create, get, head, update, updateEnded, addBytes string
+	nextSeq, purge, countOwner, create, get, head, update, updateEnded, addBytes, countByStatus string
 }
 
 func newSQLTaskStatements(t string) sqlTaskStatements {
@@ -45,9 +45,12 @@ func newSQLTaskStatements(t string) sqlTaskStatements {
 				input_requests, answers, result, error, held, size, version, runner, lease_until_ms, seq, changed_by)
 				SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, 1, $16, $17, state.seq, $16 FROM state)
 			SELECT tasks, bytes FROM state`,
-		get:      `SELECT ` + sqlTaskColumns + ` FROM ` + t + ` WHERE id = $1 AND expires_ms > $2`,
-		head:     `SELECT owner, status, size, version FROM ` + t + ` WHERE id = $1 AND expires_ms > $2`,
-		addBytes: `UPDATE ` + t + `_state SET seq = seq + 1, bytes = bytes + $1 WHERE id = 1 RETURNING seq, tasks, bytes`,
+		get:  `SELECT ` + sqlTaskColumns + ` FROM ` + t + ` WHERE id = $1 AND expires_ms > $2`,
+		head: `SELECT owner, status, size, version FROM ` + t + ` WHERE id = $1 AND expires_ms > $2`,
+		// Tasks by status, for the telemetry's gauge: expired rows the
+		// sweeper has not deleted yet are not counted.
+		countByStatus: `SELECT status, COUNT(*) FROM ` + t + ` WHERE expires_ms > $1 GROUP BY status`,
+		addBytes:      `UPDATE ` + t + `_state SET seq = seq + 1, bytes = bytes + $1 WHERE id = 1 RETURNING seq, tasks, bytes`,
 		// A terminal status never changes: the WHERE clause refuses it.
 		update: `UPDATE ` + t + ` SET status = $3, status_message = $4, updated_ms = $5, poll_interval_ms = $6, input_requests = $7, answers = $8,
 			result = $9, error = $10, held = $11, size = $12, version = version + 1, seq = $13, changed_by = $14
@@ -57,6 +60,28 @@ func newSQLTaskStatements(t string) sqlTaskStatements {
 		updateEnded: `UPDATE ` + t + ` SET answers = $3, held = $4, size = $5, version = version + 1, seq = $6, changed_by = $7
 			WHERE id = $1 AND version = $2 AND status IN ` + sqlTerminal,
 	}
+}
+
+// CountTasksByStatus implements TaskStatusCounter with one query over every
+// replica's tasks, bounded by the statement timeout (and ctx).
+func (s *SQLTaskStore) CountTasksByStatus(ctx context.Context) (map[string]int64, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	rows, err := s.db.QueryContext(ctx, s.q.countByStatus, s.now().UnixMilli())
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	counts := newTaskStatusCounts()
+	for rows.Next() {
+		var status string
+		var n int64
+		if err := rows.Scan(&status, &n); err != nil {
+			return nil, err
+		}
+		counts[status] = n
+	}
+	return counts, rows.Err()
 }
 
 // errTerminalTask: an Update would change a terminal task's status.

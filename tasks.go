@@ -148,6 +148,17 @@ func (m *taskManager) listenable(ctx context.Context, c methodCall, ids []string
 	return seen
 }
 
+// TaskStore returns the store the runtime keeps its tasks in (the one
+// TaskOptions named, or the in-memory default), nil when the runtime serves
+// no tasks. It is for observing the store (TaskStatusCounter); the runtime
+// alone changes its tasks.
+func (rt *Runtime) TaskStore() TaskStore {
+	if m, ok := rt.tasks.(*taskManager); ok {
+		return m.store
+	}
+	return nil
+}
+
 func newTaskManager(opts TaskOptions, logger *slog.Logger, announce func(Change)) (*taskManager, error) {
 	if err := validateTaskOptions(&opts); err != nil {
 		return nil, err

@@ -174,6 +174,23 @@ type TaskChangeFeed interface {
 	FollowTaskChanges(changed func(*TaskRecord)) (stop func())
 }
 
+// TaskStatusCounter is implemented by a TaskStore that can count the tasks
+// it holds by status (both stores of this package do): what an operator's
+// "tasks by status" gauge reads, at each scrape or export, never on a
+// request's path. CountTasksByStatus returns the number of tasks not yet
+// forgotten for each status (every status of the extension is present, 0
+// when no task has it); it returns when ctx ends at the latest, with ctx's
+// error.
+type TaskStatusCounter interface {
+	CountTasksByStatus(ctx context.Context) (map[string]int64, error)
+}
+
+// newTaskStatusCounts returns the counts of CountTasksByStatus before any
+// task is counted: every status, 0.
+func newTaskStatusCounts() map[string]int64 {
+	return map[string]int64{TaskWorking: 0, TaskInputRequired: 0, TaskCompleted: 0, TaskFailed: 0, TaskCancelled: 0}
+}
+
 // TaskLimits bound what a store holds. Each is > 0 once NewRuntime has
 // filled in the defaults. An owner "" (a task anyone with its ID may see) is
 // bound only by the limits in all.
@@ -249,6 +266,19 @@ func (s *memoryTaskStore) Create(_ context.Context, rec *TaskRecord) error {
 	s.account(rec.Owner, 1, size)
 	heap.Push(&s.expiry, st)
 	return nil
+}
+
+// CountTasksByStatus implements TaskStatusCounter: one pass over the map,
+// under the store's lock, after the expired tasks are forgotten.
+func (s *memoryTaskStore) CountTasksByStatus(context.Context) (map[string]int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.expire()
+	counts := newTaskStatusCounts()
+	for _, task := range s.tasks {
+		counts[task.rec.Status]++
+	}
+	return counts, nil
 }
 
 func (s *memoryTaskStore) Get(_ context.Context, id string) (*TaskRecord, error) {

@@ -22,6 +22,11 @@ type otlpSpan struct {
 		Code    int
 		Message string
 	}
+	Start, End uint64 // Unix nanoseconds
+	Events     []struct {
+		Name string
+		Time uint64
+	}
 }
 
 // testCollector is an OTLP/HTTP JSON receiver: it decodes the spans posted
@@ -109,6 +114,12 @@ func decodeOTLPSpans(body []byte) ([]otlpSpan, error) {
 						Code    int    `json:"code"`
 						Message string `json:"message"`
 					} `json:"status"`
+					Start  uint64 `json:"startTimeUnixNano,string"`
+					End    uint64 `json:"endTimeUnixNano,string"`
+					Events []struct {
+						Name string `json:"name"`
+						Time uint64 `json:"timeUnixNano,string"`
+					} `json:"events"`
 				} `json:"spans"`
 			} `json:"scopeSpans"`
 		} `json:"resourceSpans"`
@@ -133,6 +144,13 @@ func decodeOTLPSpans(body []byte) ([]otlpSpan, error) {
 					span.Links = append(span.Links, struct{ TraceID, SpanID string }{l.TraceID, l.SpanID})
 				}
 				span.Status.Code, span.Status.Message = s.Status.Code, s.Status.Message
+				span.Start, span.End = s.Start, s.End
+				for _, e := range s.Events {
+					span.Events = append(span.Events, struct {
+						Name string
+						Time uint64
+					}{e.Name, e.Time})
+				}
 				out = append(out, span)
 			}
 		}

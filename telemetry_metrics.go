@@ -124,13 +124,24 @@ func (m *telemetryMetrics) operation(s *telemetrySpan) {
 	m.mu.Unlock()
 }
 
+// session records a session's duration with the attributes the conventions
+// give mcp.server.session.duration: error.type (only when it ended on an
+// error), mcp.protocol.version, network.transport and network.protocol.name.
 func (m *telemetryMetrics) session(s SessionInfo, seconds float64) {
-	transport := "pipe"
-	if s.Transport != "" {
-		transport = "tcp"
+	attrs := make([]telemetryAttr, 0, 4)
+	if s.ErrorType != "" {
+		attrs = append(attrs, telemetryAttr{key: "error.type", value: s.ErrorType})
+	}
+	if s.ProtocolVersion != "" {
+		attrs = append(attrs, stringAttr("mcp.protocol.version", s.ProtocolVersion))
+	}
+	if s.Transport == "" {
+		attrs = append(attrs, telemetryAttr{key: "network.transport", value: "pipe"})
+	} else {
+		attrs = append(attrs, telemetryAttr{key: "network.protocol.name", value: "http"}, telemetryAttr{key: "network.transport", value: "tcp"})
 	}
 	m.mu.Lock()
-	m.sessions.record([]telemetryAttr{{key: "network.transport", value: transport}}, seconds)
+	m.sessions.record(attrs, seconds)
 	m.mu.Unlock()
 }
 

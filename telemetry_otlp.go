@@ -284,6 +284,10 @@ func (j *jsonBuffer) resourceAndScope(t *Telemetry, kind string) {
 	j.raw(`},`)
 }
 
+// spanEventStarted is the event of a SERVER span at the moment its request
+// started running on a worker, after its wait in the executor's queue.
+const spanEventStarted = "mcp.server.request.started"
+
 // serverVersionForTelemetry is the instrumentation scope's version.
 const serverVersionForTelemetry = "1"
 
@@ -325,6 +329,11 @@ func encodeSpans(t *Telemetry, spans []*telemetrySpan) []byte {
 				j.raw(`}`)
 			}
 			j.raw(`]`)
+		}
+		if !s.startedAt.IsZero() {
+			j.raw(`,"events":[{"timeUnixNano":`)
+			j.nanos(s.startedAt)
+			j.raw(`,"name":"` + spanEventStarted + `"}]`)
 		}
 		if s.errType != "" {
 			j.raw(`,"status":{"code":2,"message":`)

@@ -1,5 +1,10 @@
 package main
 
+import (
+	"context"
+	"time"
+)
+
 // The gauges an operator asks for, read from the components that keep the
 // numbers (the executor, the HTTP handler, the task store) when the metrics
 // are exported or scraped: nothing is counted twice, nothing on the hot path.
@@ -18,8 +23,14 @@ func (t *Telemetry) ObserveExecutor(e *Executor) {
 	})
 }
 
-// ObserveTransport registers the gauges of a stdio transport's executor.
-func (t *Telemetry) ObserveTransport(tr *Transport) { t.ObserveExecutor(tr.executor) }
+// ObserveTransport registers the gauges of a stdio transport: its
+// executor's, and its open subscriptions/listen streams.
+func (t *Telemetry) ObserveTransport(tr *Transport) {
+	t.ObserveExecutor(tr.executor)
+	t.metrics.gauge("mcp.server.listen.streams", "{stream}", "Open subscriptions/listen streams.", func() []gaugePoint {
+		return []gaugePoint{{value: float64(tr.ListenStreams())}}
+	})
+}
 
 // ObserveHTTP registers the gauges of an HTTP handler: its executor's, and
 // the open 2026 subscriptions/listen streams.
@@ -32,31 +43,42 @@ func (t *Telemetry) ObserveHTTP(h *HTTPHandler) {
 	})
 }
 
-// ObserveRuntime registers the tasks gauge: tasks kept, by status (for the
-// runtime's in-memory task store; another store is not counted).
-func (t *Telemetry) ObserveRuntime(rt *Runtime) {
-	if rt.tasks == nil {
-		return
-	}
-	m, ok := rt.tasks.(*taskManager)
+// taskGaugeTimeout bounds one reading of the tasks gauge (a store may add a
+// bound of its own, as the SQL store's statement timeout): a slow store
+// delays a scrape or an export by at most this much, and then the gauge
+// reports nothing for that round.
+const taskGaugeTimeout = 2 * time.Second
+
+// taskCounter is what the tasks gauge reads: the tasks feature's
+// TaskStatusCounter, named here by its method so that telemetry compiles
+// without that feature.
+type taskCounter interface {
+	CountTasksByStatus(ctx context.Context) (map[string]int64, error)
+}
+
+// ObserveTasks registers the gauge mcp.server.task.count (tasks kept, by
+// status, one series per status) on store, when it can count its tasks
+// (a TaskStatusCounter, as Runtime.TaskStore's stores are); it reports
+// whether it could. Each reading is one call of CountTasksByStatus, bounded
+// by taskGaugeTimeout; a failed one reports nothing and is logged.
+func (t *Telemetry) ObserveTasks(store any) bool {
+	counter, ok := store.(taskCounter)
 	if !ok {
-		return
-	}
-	store, ok := m.store.(*memoryTaskStore)
-	if !ok {
-		return
+		return false
 	}
 	t.metrics.gauge("mcp.server.task.count", "{task}", "Tasks kept, by status.", func() []gaugePoint {
-		counts := map[string]int{TaskWorking: 0, TaskInputRequired: 0, TaskCompleted: 0, TaskFailed: 0, TaskCancelled: 0}
-		store.mu.Lock()
-		for _, task := range store.tasks {
-			counts[task.rec.Status]++
+		ctx, cancel := context.WithTimeout(context.Background(), taskGaugeTimeout)
+		defer cancel()
+		counts, err := counter.CountTasksByStatus(ctx)
+		if err != nil {
+			t.opts.Logger.Warn("mcpstdio: telemetry: counting tasks by status", "err", err)
+			return nil
 		}
-		store.mu.Unlock()
 		points := make([]gaugePoint, 0, len(counts))
 		for _, status := range sortedKeys(counts) {
 			points = append(points, gaugePoint{attrs: []telemetryAttr{{key: "mcp.task.status", value: status}}, value: float64(counts[status])})
 		}
 		return points
 	})
+	return true
 }

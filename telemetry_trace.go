@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -129,9 +130,16 @@ func stringAttr(key, value string) telemetryAttr {
 
 // telemetrySpan is one span. Its fields are set when it starts and when it
 // ends, each by one goroutine; SpanContext, Context, StartClient and
-// StartLinked read only what was set at the start.
+// StartLinked read only what was set at the start. A SERVER span is started
+// in two steps, so that the goroutine that owns the connection does little:
+// StartOperation keeps the request (op); resolve, run once by whichever of
+// Started (the worker), SpanContext or End comes first, reads the trace
+// context in its params._meta, names the span, picks its ids and makes the
+// sampling decision, exactly as if StartOperation had done it.
 type telemetrySpan struct {
 	t        *Telemetry
+	op       *OperationStart // a SERVER span's request until resolved; nil for others
+	resolved sync.Once
 	sc       SpanContext
 	parent   [8]byte
 	name     string
@@ -145,10 +153,31 @@ type telemetrySpan struct {
 	errMsg   string
 	isServer bool
 	ended    atomic.Bool
+	// running is when the request started running on a worker (Started),
+	// in Unix nanoseconds; 0 until then. End reads it once.
+	running atomic.Int64
+	// startedAt is running as End found it: zero when the request never
+	// ran (or End came first). Read by the exporter after End.
+	startedAt time.Time
 }
 
-// StartOperation implements Observer: the SERVER span of a request.
+// StartOperation implements Observer: the SERVER span of a request. It only
+// keeps op: the span is resolved on the request's worker (see
+// telemetrySpan).
 func (t *Telemetry) StartOperation(op *OperationStart) OperationSpan {
+	return &telemetrySpan{t: t, op: op, kind: spanKindServer, start: op.Received, isServer: true}
+}
+
+// resolve completes a SERVER span from its request, once; other spans are
+// complete from the start.
+func (s *telemetrySpan) resolve() {
+	if s.op != nil {
+		s.resolved.Do(s.resolveOperation)
+	}
+}
+
+func (s *telemetrySpan) resolveOperation() {
+	op := s.op
 	tc := TraceContextFromParams(op.Params)
 	parent, hasParent := ParseTraceparent(tc.Traceparent)
 	if hasParent && validTracestate(tc.Tracestate) {
@@ -167,22 +196,29 @@ func (t *Telemetry) StartOperation(op *OperationStart) OperationSpan {
 		}
 	}
 	name, conv := op.Conventions()
-	attrs := make([]telemetryAttr, len(conv))
+	attrs := make([]telemetryAttr, len(conv), len(conv)+4)
 	for i, a := range conv {
 		attrs[i] = stringAttr(a.Key, a.Value)
 	}
-	s := t.newSpan(name, spanKindServer, parent, hasParent, op.Received)
-	s.attrs, s.links, s.baggage, s.isServer = attrs, links, tc.Baggage, true
-	return s
+	s.t.initSpan(s, name, parent, hasParent)
+	s.attrs, s.links, s.baggage = attrs, links, tc.Baggage
 }
 
 // newSpan starts a span under parent (a root when !hasParent), sampled as
 // the options say.
 func (t *Telemetry) newSpan(name string, kind int, parent SpanContext, hasParent bool, start time.Time) *telemetrySpan {
+	s := &telemetrySpan{t: t, kind: kind, start: start}
+	t.initSpan(s, name, parent, hasParent)
+	return s
+}
+
+// initSpan gives s its name, its ids under parent (a new trace when
+// !hasParent) and its sampling decision.
+func (t *Telemetry) initSpan(s *telemetrySpan, name string, parent SpanContext, hasParent bool) {
 	if len(name) > maxAttributeLength {
 		name = name[:maxAttributeLength]
 	}
-	s := &telemetrySpan{t: t, name: name, kind: kind, start: start}
+	s.name = name
 	if hasParent {
 		s.sc.TraceID, s.sc.TraceState, s.parent = parent.TraceID, parent.TraceState, parent.SpanID
 	} else {
@@ -193,7 +229,6 @@ func (t *Telemetry) newSpan(name string, kind int, parent SpanContext, hasParent
 	if t.sampled(parent, hasParent, s.sc.TraceID) {
 		s.sc.Flags = 1
 	}
-	return s
 }
 
 // sampled is the sampling decision of a new span: a parent-based sampler
@@ -215,7 +250,18 @@ func (t *Telemetry) sampled(parent SpanContext, hasParent bool, traceID [16]byte
 	return binary.BigEndian.Uint64(traceID[8:])>>1 < bound
 }
 
-func (s *telemetrySpan) SpanContext() SpanContext { return s.sc }
+func (s *telemetrySpan) SpanContext() SpanContext {
+	s.resolve()
+	return s.sc
+}
+
+// Started implements OperationSpan: the request began running on a worker
+// at at. End records it as the span event mcp.server.request.started and
+// the wait before it as mcp.server.request.queue_wait_ns.
+func (s *telemetrySpan) Started(at time.Time) {
+	s.resolve()
+	s.running.CompareAndSwap(0, at.UnixNano())
+}
 
 // Context returns ctx as it is: ContextWithOperationSpan put s in it under
 // the core's key, which is where this package looks for it.
@@ -223,6 +269,7 @@ func (s *telemetrySpan) Context(ctx context.Context) context.Context { return ct
 
 // StartClient starts the CLIENT span of a server-to-client request.
 func (s *telemetrySpan) StartClient(method string) OperationSpan {
+	s.resolve()
 	c := s.t.newSpan(method, spanKindClient, s.sc, true, time.Now())
 	c.sc.Flags = s.sc.Flags
 	c.attrs = []telemetryAttr{stringAttr("mcp.method.name", method)}
@@ -231,6 +278,7 @@ func (s *telemetrySpan) StartClient(method string) OperationSpan {
 
 // StartLinked starts a root span of its own trace linked to s (a task's run).
 func (s *telemetrySpan) StartLinked(name string) OperationSpan {
+	s.resolve()
 	l := s.t.newSpan(name, spanKindInternal, SpanContext{}, false, time.Now())
 	l.sc.Flags = s.sc.Flags
 	l.links = []SpanContext{s.sc}
@@ -244,7 +292,12 @@ func (s *telemetrySpan) End(e OperationEnd) {
 	if !s.ended.CompareAndSwap(false, true) {
 		return
 	}
+	s.resolve()
 	s.end = time.Now()
+	if ns := s.running.Swap(-1); ns > 0 { // a later Started finds -1 and is dropped
+		s.startedAt = time.Unix(0, ns)
+		s.attrs = append(s.attrs, telemetryAttr{key: "mcp.server.request.queue_wait_ns", num: int64(max(s.startedAt.Sub(s.start), 0)), isInt: true})
+	}
 	if e.ErrorCode != 0 {
 		s.attrs = append(s.attrs, telemetryAttr{key: "rpc.response.status_code", value: strconv.Itoa(e.ErrorCode)})
 	}
@@ -300,6 +353,7 @@ func StartSpan(ctx context.Context, name string) (context.Context, *Span) {
 	if !ok {
 		return ctx, nil
 	}
+	parent.resolve()
 	s := parent.t.newSpan(name, spanKindInternal, parent.sc, true, time.Now())
 	s.sc.Flags = parent.sc.Flags
 	return ContextWithOperationSpan(ctx, s), &Span{s: s}
@@ -337,6 +391,7 @@ func (sp *Span) SpanContext() SpanContext {
 // context ctx is carried in params._meta ("" when none).
 func BaggageFromContext(ctx context.Context) string {
 	if s, ok := operationSpanFromContext(ctx).(*telemetrySpan); ok {
+		s.resolve()
 		return s.baggage
 	}
 	return ""

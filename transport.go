@@ -94,6 +94,10 @@ type Transport struct {
 	done    chan struct{}  // closed when Serve returns
 	calls   chan *peerCall // Notify's and running requests' calls on the coordinator
 
+	// listens counts the connection's open subscriptions/listen streams
+	// (ListenStreams); it bounds nothing (MaxSubscriptions does).
+	listens listenCounter
+
 	mu       sync.Mutex
 	serving  bool  // Serve was called
 	serveErr error // what Serve returned; set before done is closed
@@ -178,6 +182,10 @@ func defaultTo[T comparable](v *T, def T) {
 		*v = def
 	}
 }
+
+// ListenStreams returns how many subscriptions/listen streams are open on
+// the connection now: what an observer's gauge reads.
+func (t *Transport) ListenStreams() int { return int(t.listens.open.Load()) }
 
 // Serve runs the connection until it ends, and may be called once.
 //

@@ -12,6 +12,7 @@ package main
 import (
 	"context"
 	"strconv"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -66,21 +67,41 @@ func NewOTelObserver(tp trace.TracerProvider, mp metric.MeterProvider) (*OTelObs
 	}, nil
 }
 
-// otelSpan is one span of an OTelObserver.
+// otelSpan is one span of an OTelObserver. A SERVER span is started in two
+// steps, so that the goroutine that owns the connection does little:
+// StartOperation keeps the request (op), and resolve, run once by whichever
+// of Started (on the request's worker), SpanContext, Context or End comes
+// first, reads its trace context and starts the SDK span, timestamped when
+// the request was received.
 type otelSpan struct {
-	o       *OTelObserver
-	span    trace.Span
-	baggage baggage.Baggage
-	start   time.Time
+	o        *OTelObserver
+	op       *OperationStart // a SERVER span's request until resolved; nil for others
+	resolved sync.Once
+	span     trace.Span
+	baggage  baggage.Baggage
+	start    time.Time
 	// metricAttrs are the duration metric's attributes (SERVER spans only).
 	metricAttrs []attribute.KeyValue
 	server      bool
 }
 
-// StartOperation implements Observer: params._meta's trace context is the
-// parent; over HTTP a traceparent header is the parent when _meta has none,
-// a link when it has.
+// StartOperation implements Observer: it keeps op; the span starts on the
+// request's worker (see otelSpan).
 func (o *OTelObserver) StartOperation(op *OperationStart) OperationSpan {
+	return &otelSpan{o: o, op: op, start: op.Received, server: true}
+}
+
+// resolve starts a SERVER span's SDK span, once: params._meta's trace
+// context is the parent; over HTTP a traceparent header is the parent when
+// _meta has none, a link when it has.
+func (s *otelSpan) resolve() {
+	if s.op != nil {
+		s.resolved.Do(s.startOperation)
+	}
+}
+
+func (s *otelSpan) startOperation() {
+	o, op := s.o, s.op
 	tc := TraceContextFromParams(op.Params)
 	ctx := o.propagator.Extract(context.Background(), propagation.MapCarrier{
 		"traceparent": tc.Traceparent, "tracestate": tc.Tracestate, "baggage": tc.Baggage,
@@ -106,23 +127,34 @@ func (o *OTelObserver) StartOperation(op *OperationStart) OperationSpan {
 			metricAttrs = append(metricAttrs, attrs[i])
 		}
 	}
-	_, span := o.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...),
+	_, s.span = o.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...),
 		trace.WithLinks(links...), trace.WithTimestamp(op.Received))
-	return &otelSpan{o: o, span: span, baggage: baggage.FromContext(ctx), start: op.Received, metricAttrs: metricAttrs, server: true}
+	s.baggage, s.metricAttrs = baggage.FromContext(ctx), metricAttrs
 }
 
 func (o *OTelObserver) SessionStarted(SessionInfo) {}
 
+// SessionEnded records mcp.server.session.duration with error.type (only
+// when the session ended on an error), mcp.protocol.version and the
+// transport's attributes.
 func (o *OTelObserver) SessionEnded(s SessionInfo) {
-	transport := "pipe"
-	if s.Transport != "" {
-		transport = "tcp"
+	attrs := make([]attribute.KeyValue, 0, 4)
+	if s.ErrorType != "" {
+		attrs = append(attrs, attribute.String("error.type", s.ErrorType))
 	}
-	o.sessionDuration.Record(context.Background(), time.Since(s.Started).Seconds(),
-		metric.WithAttributes(attribute.String("network.transport", transport)))
+	if s.ProtocolVersion != "" {
+		attrs = append(attrs, attribute.String("mcp.protocol.version", s.ProtocolVersion))
+	}
+	if s.Transport == "" {
+		attrs = append(attrs, attribute.String("network.transport", "pipe"))
+	} else {
+		attrs = append(attrs, attribute.String("network.transport", "tcp"), attribute.String("network.protocol.name", "http"))
+	}
+	o.sessionDuration.Record(context.Background(), time.Since(s.Started).Seconds(), metric.WithAttributes(attrs...))
 }
 
 func (s *otelSpan) SpanContext() SpanContext {
+	s.resolve()
 	sc := s.span.SpanContext()
 	return SpanContext{TraceID: sc.TraceID(), SpanID: sc.SpanID(), Flags: byte(sc.TraceFlags()), TraceState: sc.TraceState().String()}
 }
@@ -130,6 +162,7 @@ func (s *otelSpan) SpanContext() SpanContext {
 // Context returns ctx carrying the span and the request's baggage, as the
 // OpenTelemetry API expects them.
 func (s *otelSpan) Context(ctx context.Context) context.Context {
+	s.resolve()
 	ctx = trace.ContextWithSpan(ctx, s.span)
 	if s.baggage.Len() > 0 {
 		ctx = baggage.ContextWithBaggage(ctx, s.baggage)
@@ -138,21 +171,34 @@ func (s *otelSpan) Context(ctx context.Context) context.Context {
 }
 
 func (s *otelSpan) StartClient(method string) OperationSpan {
+	s.resolve()
 	_, span := s.o.tracer.Start(trace.ContextWithSpan(context.Background(), s.span), method,
 		trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attribute.String("mcp.method.name", method)))
 	return &otelSpan{o: s.o, span: span, start: time.Now()}
 }
 
 func (s *otelSpan) StartLinked(name string) OperationSpan {
+	s.resolve()
 	_, span := s.o.tracer.Start(context.Background(), name, trace.WithNewRoot(),
 		trace.WithLinks(trace.Link{SpanContext: s.span.SpanContext()}))
 	return &otelSpan{o: s.o, span: span, start: time.Now()}
+}
+
+// Started records the request's start on a worker, after its queue wait:
+// the span event mcp.server.request.started with the wait as
+// mcp.server.request.queue_wait_ns (the SDK's spans are safe for concurrent
+// use, and ignore an event after End).
+func (s *otelSpan) Started(at time.Time) {
+	s.resolve()
+	s.span.AddEvent("mcp.server.request.started", trace.WithTimestamp(at),
+		trace.WithAttributes(attribute.Int64("mcp.server.request.queue_wait_ns", int64(max(at.Sub(s.start), 0)))))
 }
 
 // End records how the operation ended (error.type,
 // rpc.response.status_code, an ERROR status with the JSON-RPC message) and,
 // for a SERVER span, its duration.
 func (s *otelSpan) End(e OperationEnd) {
+	s.resolve()
 	var attrs []attribute.KeyValue
 	if e.ErrorCode != 0 {
 		attrs = append(attrs, attribute.String("rpc.response.status_code", strconv.Itoa(e.ErrorCode)))

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"strings"
 	"sync"
@@ -498,4 +499,37 @@ func (b *lockedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// TestSQLStoreCountTasksByStatus: the telemetry gauge's one query counts
+// every replica's tasks by status, every status present, expired tasks not
+// counted even before the sweeper deleted them.
+func TestSQLStoreCountTasksByStatus(t *testing.T) {
+	ctx := context.Background()
+	db, config := openTestDB(t)
+	table := testTable(t)
+	clock := newFakeClock()
+	a := newPGStore(t, db, config, table, "a", pgLimits, clock)
+	b := newPGStore(t, db, config, table, "b", pgLimits, clock)
+	short := pgRecord("short", "", clock.Now())
+	short.TTL = time.Second
+	for _, rec := range []*TaskRecord{pgRecord("w", "", clock.Now()), pgRecord("i", "", clock.Now()), short} {
+		if err := a.Create(ctx, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	asking, _ := b.Get(ctx, "i")
+	asking.Status, asking.InputRequests = TaskInputRequired, map[string]InputRequest{"k": {Method: MethodElicit, Params: json.RawMessage(`{}`)}}
+	if err := b.Update(ctx, asking); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int64{TaskWorking: 2, TaskInputRequired: 1, TaskCompleted: 0, TaskFailed: 0, TaskCancelled: 0}
+	if got, err := b.CountTasksByStatus(ctx); err != nil || !maps.Equal(got, want) {
+		t.Fatalf("CountTasksByStatus = %v, %v; want %v", got, err, want)
+	}
+	clock.advance(2 * time.Second) // short has expired; no sweep has run
+	want[TaskWorking] = 1
+	if got, err := a.CountTasksByStatus(ctx); err != nil || !maps.Equal(got, want) {
+		t.Fatalf("after short expired: CountTasksByStatus = %v, %v; want %v", got, err, want)
+	}
 }
