@@ -111,12 +111,6 @@ type connConfig struct {
 	// closes (Executor.Done): the owner loop then answers what is pending
 	// and ends.
 	executorDone <-chan struct{}
-	// yieldForOutcomes makes the owner loop yield the processor (twice at
-	// most) before it waits while answers are outstanding, so that the
-	// outcomes the workers produce meanwhile are written together (see
-	// takeReady): for a transport whose writes join what was taken between
-	// two waits (stdio).
-	yieldForOutcomes bool
 	// beforeChanges, when not nil, runs on the owner each time the changes
 	// box signals, before its changes are forwarded: an HTTP session gives
 	// back the replay bytes another session's owner asked for through the
@@ -242,6 +236,10 @@ type execution struct {
 	// and never changed (the worker reads it). spanEnded is the owner's.
 	span      OperationSpan
 	spanEnded bool
+	// inline is set by the owner before an inline request runs (see
+	// conn_inline.go), and notes keeps what its handler sends meanwhile.
+	inline bool
+	notes  inlineNotes
 }
 
 // runtimeExecution is an execution with room for the record a
@@ -369,6 +367,9 @@ func (c *connection) submit(ex *execution) error {
 		}
 	}
 	c.startOperation(ex)
+	if c.servedInline(ex) {
+		return c.runInline(ex)
+	}
 	ref, err := c.sub.submit(&ex.job, c.requestTimeout)
 	switch {
 	case errors.Is(err, ErrOverloaded):
@@ -543,6 +544,11 @@ func (c *connection) answerFits(ex *execution, n int) bool {
 // after the answer is written). So an answer that does not fit is refused
 // before it takes memory.
 func (ex *execution) claimAnswer(n int) bool {
+	if ex.inline { // on the owner, which admits it as a built answer
+		ex.answerClaimed = ex.conn.answerFits(ex, n)
+		ex.answerRefused = !ex.answerClaimed
+		return ex.answerClaimed
+	}
 	if !ex.conn.sub.e.growJob(&ex.job, n) {
 		ex.answerRefused = true
 		return false

@@ -1,8 +1,10 @@
 package main
 
+import "slices"
+
 // JSON-RPC batches (2025-03-26 only, the one version that allows them): an
 // array of requests, notifications and responses, answered with one array
-// of the requests' responses. Each member is a message of the connection
+// of the requests' responses, in the order of the requests. Each member is a message of the connection
 // like any other (admitted, held, cancelled and answered alone); only its
 // answer goes to the batch, which answers its own route once every member
 // is done. A batch in a connection of any other version is refused as
@@ -12,11 +14,14 @@ package main
 type batch struct {
 	route   route    // where the array goes
 	pending int      // members not done yet
-	answers [][]byte // the members' response frames, in the order they came
+	answers [][]byte // the members' response frames, in the members' order (nil: none)
 }
 
-// batchMember is the route of one member of a batch.
-type batchMember struct{ b *batch }
+// batchMember is the route of one member of a batch, the index-th.
+type batchMember struct {
+	b     *batch
+	index int
+}
 
 // rootRoute is the route the frames of r finally go to: a batch's own for a
 // member of it.
@@ -43,19 +48,18 @@ func (c *connection) answer(r route, f finalFrame) error {
 		return c.out.answer(r, f)
 	}
 	b := m.b
-	if f.frame != nil {
-		b.answers = append(b.answers, f.frame)
-	}
+	b.answers[m.index] = f.frame
 	if b.pending--; b.pending > 0 {
 		return nil
 	}
-	if len(b.answers) == 0 {
+	if !slices.ContainsFunc(b.answers, func(f []byte) bool { return f != nil }) {
 		return c.out.answer(b.route, noAnswer)
 	}
 	return c.out.answer(b.route, finalFrame{frame: batchFrame(b.answers)})
 }
 
-// batchFrame joins response frames into one frame holding their array.
+// batchFrame joins response frames (nil ones skipped) into one frame
+// holding their array.
 func batchFrame(frames [][]byte) []byte {
 	n := 2
 	for _, f := range frames {
@@ -63,8 +67,11 @@ func batchFrame(frames [][]byte) []byte {
 	}
 	out := make([]byte, 0, n)
 	out = append(out, '[')
-	for i, f := range frames {
-		if i > 0 {
+	for _, f := range frames {
+		if f == nil {
+			continue
+		}
+		if len(out) > 1 {
 			out = append(out, ',')
 		}
 		out = append(out, f[:len(f)-1]...) // without its newline
@@ -87,13 +94,13 @@ func (c *connection) onBatch(m message) error {
 	if len(members) == 0 {
 		return c.answer(m.route, errorAnswer("", errInvalidRequest))
 	}
-	b := &batch{route: m.route, pending: len(members)}
-	for _, raw := range members {
+	b := &batch{route: m.route, pending: len(members), answers: make([][]byte, len(members))}
+	for i, raw := range members {
 		env, err := decodeEnvelope(raw)
 		if err != nil { // the batch decoded whole: a member cannot fail alone
 			env = envelope{}
 		}
-		member := message{env: env, size: len(raw), route: &batchMember{b: b}, header: m.header, values: m.values, hold: m.hold}
+		member := message{env: env, size: len(raw), route: &batchMember{b: b, index: i}, header: m.header, values: m.values, hold: m.hold}
 		if m.header != nil {
 			member.header = cloneHeader(m.header)
 		}

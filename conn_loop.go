@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"runtime"
 )
 
 // The one owner loop: every transport drives its connections with
@@ -91,48 +90,32 @@ func serveConnection[M, E any](ctx context.Context, c *connection, side connSide
 	}
 }
 
-// maxYields is how many times in a row takeReady yields the processor while
-// answers are outstanding and no event is ready.
-const maxYields = 2
-
 // takeReady takes one event that is ready now from the channels that are
 // busy under load, without waiting on them, and reports whether it took
 // one. One channel at a time: a receive that finds its channel empty takes
-// no lock, where a select of several locks them all. While answers are
-// outstanding and nothing is ready it yields the processor, maxYields times
-// at most: the worker just handed a job usually produces its outcome
-// meanwhile on the same processor, which is then taken here, with the
-// others, before the transport writes them together (only on a connection
-// whose transport joins what was taken between two waits into one write,
-// connConfig.yieldForOutcomes: stdio), instead of one write
-// per answer after a park in waitEvent and a wake-up per outcome (without
-// yielding, the binary answered about a third fewer calls at window 64 on
-// two cores, with a third more CPU per call).
+// no lock, where a select of several locks them all. It never yields or
+// spins: with nothing ready the loop lets the transport write and waits
+// (cheap calls need no hand-off to wait for: see conn_inline.go).
 func takeReady[M, E any](c *connection, side connSide[M, E], err *error) bool {
-	for yields := 0; ; yields++ {
-		select {
-		case o := <-c.sub.Outcomes():
-			*err = c.onOutcome(o)
-			return true
-		default:
-		}
-		select {
-		case ev := <-side.events():
-			*err = side.onEvent(ev)
-			return true
-		default:
-		}
-		select {
-		case m := <-side.input():
-			*err = side.onInput(m)
-			return true
-		default:
-		}
-		if yields == maxYields || !c.yieldForOutcomes || c.pending() == 0 {
-			return false
-		}
-		runtime.Gosched()
+	select {
+	case o := <-c.sub.Outcomes():
+		*err = c.onOutcome(o)
+		return true
+	default:
 	}
+	select {
+	case ev := <-side.events():
+		*err = side.onEvent(ev)
+		return true
+	default:
+	}
+	select {
+	case m := <-side.input():
+		*err = side.onInput(m)
+		return true
+	default:
+	}
+	return false
 }
 
 // waitEvent waits for the next event of c or side and handles it.

@@ -55,7 +55,6 @@ func newCoordinator(ctx context.Context, t *Transport, source messageSource, wri
 		sessionID:        newSessionID(),
 		calls:            t.calls,
 		observer:         t.opts.Observer,
-		yieldForOutcomes: true,
 	})
 	if !t.ownsExec {
 		// The transport's own executor closes only after Serve returned.

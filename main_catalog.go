@@ -87,7 +87,9 @@ func registerReferenceCatalog(rt *Runtime) error {
 // ---- tools ----
 
 func registerReferenceTools(rt *Runtime, m referenceMedia) error {
-	echo := Tool{Name: "echo", Description: "Returns the given text unchanged, as one text content block"}
+	// The tools that only build their answer run inline, on the connection's
+	// owner (Tool.Inline); sleep and the one that asks the client do not.
+	echo := Tool{Name: "echo", Description: "Returns the given text unchanged, as one text content block", Inline: true}
 	if err := AddTypedTool(rt, echo, echoText); err != nil {
 		return err
 	}
@@ -99,17 +101,17 @@ func registerReferenceTools(rt *Runtime, m referenceMedia) error {
 		tool    Tool
 		handler ToolHandler
 	}{
-		{referenceTool("test_simple_text", "Tests simple text content response", noArgumentsSchema),
+		{inlineTool(referenceTool("test_simple_text", "Tests simple text content response", noArgumentsSchema)),
 			fixedToolResult(TextContent("This is a simple text response for testing."))},
-		{referenceTool("test_image_content", "Tests image content response", noArgumentsSchema),
+		{inlineTool(referenceTool("test_image_content", "Tests image content response", noArgumentsSchema)),
 			fixedToolResult(ImageContent(m.png, "image/png"))},
-		{referenceTool("test_audio_content", "Tests audio content response", noArgumentsSchema),
+		{inlineTool(referenceTool("test_audio_content", "Tests audio content response", noArgumentsSchema)),
 			fixedToolResult(AudioContent(m.wav, "audio/wav"))},
-		{referenceTool("test_embedded_resource", "Tests embedded resource content response", noArgumentsSchema),
+		{inlineTool(referenceTool("test_embedded_resource", "Tests embedded resource content response", noArgumentsSchema)),
 			fixedToolResult(EmbeddedResourceContent(ResourceContents{
 				URI: "test://embedded-resource", MIMEType: "text/plain", Text: "This is an embedded resource content.",
 			}))},
-		{referenceTool("test_multiple_content_types", "Tests response with multiple content types (text, image, resource)", noArgumentsSchema),
+		{inlineTool(referenceTool("test_multiple_content_types", "Tests response with multiple content types (text, image, resource)", noArgumentsSchema)),
 			fixedToolResult(
 				TextContent("Multiple content types test:"),
 				ImageContent(m.png, "image/png"),
@@ -117,8 +119,8 @@ func registerReferenceTools(rt *Runtime, m referenceMedia) error {
 					URI: "test://mixed-content-resource", MIMEType: "application/json", Text: `{"test":"data","value":123}`,
 				}),
 			)},
-		{referenceTool("test_error_handling", "Tests error response handling", noArgumentsSchema), failOnPurpose},
-		{referenceTool("json_schema_2020_12_tool", "Tool with JSON Schema 2020-12 features for conformance testing (SEP-1613)", jsonSchema202012ToolSchema), describeArguments},
+		{inlineTool(referenceTool("test_error_handling", "Tests error response handling", noArgumentsSchema)), failOnPurpose},
+		{inlineTool(referenceTool("json_schema_2020_12_tool", "Tool with JSON Schema 2020-12 features for conformance testing (SEP-1613)", jsonSchema202012ToolSchema)), describeArguments},
 		{referenceTool("test_missing_capability", "Test tool requiring sampling", noArgumentsSchema), requireSampling},
 	}
 	for _, t := range tools {
@@ -127,6 +129,12 @@ func registerReferenceTools(rt *Runtime, m referenceMedia) error {
 		}
 	}
 	return nil
+}
+
+// inlineTool is t run on the connection's owner (Tool.Inline).
+func inlineTool(t Tool) Tool {
+	t.Inline = true
+	return t
 }
 
 func referenceTool(name, description, inputSchema string) Tool {

@@ -69,6 +69,9 @@ func (p *requestPeer) Request(ctx context.Context, method string, params json.Ra
 }
 
 func (p *requestPeer) call(ctx context.Context, call *peerCall) (json.RawMessage, error) {
+	if p.ex.inline {
+		return p.callInline(call)
+	}
 	if p.ex.ended.Load() {
 		return nil, ErrRequestEnded
 	}

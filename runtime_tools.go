@@ -30,6 +30,16 @@ type Tool struct {
 	// only, the version whose Tool defines it.
 	Execution *ToolExecution  `json:"execution,omitempty"`
 	Meta      json.RawMessage `json:"_meta,omitempty"` // a JSON object, or nil
+	// Inline says the handler returns at once: it never blocks (no I/O, no
+	// waiting on locks, channels or the client) and does little work. The
+	// connection's owner then runs its calls itself, with no hand-off to an
+	// executor worker and back. Such a call takes no worker, has no
+	// RequestTimeout and cannot be cancelled; its progress and log
+	// notifications are written before its answer (16 at most), and a
+	// request to the client (sampling, elicitation, roots) fails with
+	// ErrInlineRequest. A tool that supports tasks cannot be inline. Never
+	// sent to clients.
+	Inline bool `json:"-"`
 	// A client of an older protocol version is sent only the fields its
 	// version defines (dialect.tool): no Icons before 2025-11-25; no Title,
 	// OutputSchema or Meta before 2025-06-18; no Annotations before
@@ -177,6 +187,9 @@ func newToolEntry(tool Tool, handler ToolHandler) (*toolEntry, error) {
 	if tool.Meta != nil && !isJSONObjectText(tool.Meta) {
 		return nil, errors.New("_meta must be a JSON object")
 	}
+	if tool.Inline && tool.Execution.supportsTasks() {
+		return nil, errors.New("a tool that supports tasks cannot be Inline")
+	}
 	if e := tool.Execution; e != nil {
 		switch e.TaskSupport {
 		case "", TaskForbidden, TaskOptional, TaskRequired:
@@ -285,6 +298,23 @@ func (rt *Runtime) callTool(ctx context.Context, c *methodCall) Reply {
 	}
 	res, err := runHandler(rt, c, name, func() (*ToolResult, error) { return entry.handler(ctx, req) })
 	return rt.toolCallReply(c, req, res, err)
+}
+
+// servesInline reports whether a request is a tools/call of an Inline tool
+// (inlineDispatcher). The name is looked up as tools/call finds it when it
+// has no escapes; one with escapes runs on a worker.
+func (rt *Runtime) servesInline(method string, params []byte) bool {
+	if method != methodToolsCall {
+		return false
+	}
+	raw, ok := lookupMember(params, "name")
+	if !ok {
+		return false
+	}
+	rt.mu.RLock()
+	entry := rt.cat.tools.byKey[string(plainStringContent(raw))]
+	rt.mu.RUnlock()
+	return entry != nil && entry.tool.Inline
 }
 
 // toolCallReply answers the call c of a tool whose handler (with request req)

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+)
+
+// Inline requests: a request its dispatcher says is served without
+// blocking (a tools/call of a Tool with Inline set) is run by the
+// connection's owner itself, between two events, instead of being handed to
+// an executor worker and its outcome handed back. It costs no goroutine
+// switch and no wake-up, which is most of what a cheap call costs.
+//
+// The owner still never waits on anything: an inline handler promises to
+// return at once, and what would make it wait is refused instead. It takes
+// no worker (MaxConcurrency and the queue do not count it, and it is served
+// while every worker is busy), it has no RequestTimeout (nothing could stop
+// it) and it cannot be cancelled (the owner reads no message while it runs).
+// Its answer is admitted against the byte budget as any answer is.
+
+// inlineDispatcher is a Dispatcher that tells which requests it serves
+// without blocking. servesInline is called by the owner for each request
+// before it is submitted, with its method and raw params; it must be cheap
+// and must not block.
+type inlineDispatcher interface {
+	servesInline(method string, params []byte) bool
+}
+
+// maxInlineNotifications bounds the notifications (progress, log messages)
+// an inline handler may send: they wait in its execution until it returns.
+const maxInlineNotifications = 16
+
+// ErrInlineRequest is returned by the Peer of an inline request (Tool.Inline)
+// to a server-to-client request (sampling, elicitation, roots): its answer
+// would have to come through the owner, which is running the handler.
+var ErrInlineRequest = errors.New("mcpstdio: an inline tool cannot send requests to the client")
+
+// errInlineNotifications is returned by the Peer of an inline request past
+// maxInlineNotifications.
+var errInlineNotifications = fmt.Errorf("mcpstdio: an inline tool sends at most %d notifications", maxInlineNotifications)
+
+// inlineNotes holds the notification frames an inline handler sent, written
+// by the owner before the request's answer. The handler may send from
+// goroutines of its own while it runs, hence the lock.
+type inlineNotes struct {
+	mu     sync.Mutex
+	frames [][]byte
+	taken  bool // the handler returned: nothing more is kept
+}
+
+// add keeps frame for the owner; it fails past maxInlineNotifications and
+// once the handler returned.
+func (n *inlineNotes) add(frame []byte) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	switch {
+	case n.taken:
+		return ErrRequestEnded
+	case len(n.frames) == maxInlineNotifications:
+		return errInlineNotifications
+	}
+	n.frames = append(n.frames, frame)
+	return nil
+}
+
+// take returns the frames kept and keeps no more.
+func (n *inlineNotes) take() [][]byte {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	frames := n.frames
+	n.frames, n.taken = nil, true
+	return frames
+}
+
+// servedInline reports whether ex, admitted and ready to submit, is a
+// request its dispatcher serves without blocking.
+func (c *connection) servedInline(ex *execution) bool {
+	d, ok := c.dispatcher.(inlineDispatcher)
+	return ok && ex.request && !ex.gates && d.servesInline(ex.method, ex.env.params)
+}
+
+// runInline runs ex on the owner and answers it, after the notifications
+// its handler sent. A panic that escapes the dispatcher is answered as a
+// failed worker's would be.
+func (c *connection) runInline(ex *execution) error {
+	ex.inline = true
+	o := Outcome{Kind: OutcomeCompleted}
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				o = Outcome{Kind: OutcomeFailed, Panic: p}
+			}
+		}()
+		ex.execute(&ex.job.ctx)
+	}()
+	ex.ended.Store(true) // a Peer kept past the return fails with ErrRequestEnded
+	ex.job.ctx.cancel(context.Canceled)
+	for _, frame := range ex.notes.take() {
+		if err := c.send(ex.route, frame, nil); err != nil {
+			return err
+		}
+	}
+	return c.settle(ex, o)
+}
+
+// callInline is requestPeer.call for an inline request: a notification
+// waits in the execution for the owner, a request to the client fails.
+func (p *requestPeer) callInline(call *peerCall) ([]byte, error) {
+	switch {
+	case p.ex.ended.Load():
+		return nil, ErrRequestEnded
+	case call.frame == nil:
+		return nil, ErrInlineRequest
+	}
+	return nil, p.ex.notes.add(call.frame)
+}

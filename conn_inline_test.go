@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"testing"
+)
+
+const inlineMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}`
+
+// inlineRuntime serves "quick", an Inline tool answering "quick", and
+// "slow", an ordinary one that waits for release after signalling entered.
+func inlineRuntime(t *testing.T, entered chan<- struct{}, release <-chan struct{}) *Runtime {
+	t.Helper()
+	rt := newTestRuntime(t, RuntimeOptions{ServerInfo: Implementation{Name: "t", Version: "1"}})
+	quick := func(context.Context, *HandlerRequest) (*ToolResult, error) {
+		return &ToolResult{Content: []Content{TextContent("quick")}}, nil
+	}
+	slow := func(ctx context.Context, _ *HandlerRequest) (*ToolResult, error) {
+		entered <- struct{}{}
+		<-release
+		return &ToolResult{Content: []Content{TextContent("slow")}}, nil
+	}
+	if err := rt.AddTool(Tool{Name: "quick", Inline: true}, quick); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.AddTool(Tool{Name: "slow"}, slow); err != nil {
+		t.Fatal(err)
+	}
+	return rt
+}
+
+func inlineCall(id int, tool, metaExtra string) string {
+	return `{"jsonrpc":"2.0","id":` + strconv.Itoa(id) + `,"method":"tools/call","params":{"name":"` + tool + `","arguments":{},` + inlineMeta + metaExtra + `}}}`
+}
+
+func toolAnswer(id int, text string) string {
+	return `{"jsonrpc":"2.0","id":` + strconv.Itoa(id) + `,"result":{"content":[{"type":"text","text":"` + text + `"}],"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"t","version":"1"}}}}` + "\n"
+}
+
+// An inline tool's call is answered by the owner while the only worker is
+// busy and there is no queue: it takes no worker, where an ordinary call is
+// refused for capacity.
+func TestInlineToolAnsweredWhileWorkersBusy(t *testing.T) {
+	entered, release := make(chan struct{}, 1), make(chan struct{})
+	h := startHarnessWith(t, Options{MaxConcurrency: 1, MaxQueue: -1}, inlineRuntime(t, entered, release))
+	h.send(inlineCall(1, "slow", ""))
+	waitFor(t, entered, "the slow tool")
+	h.expectAnswer(inlineCall(2, "quick", ""), toolAnswer(2, "quick"))
+	h.expectAnswer(inlineCall(3, "slow", ""), `{"jsonrpc":"2.0","id":3,"error":{"code":-32603,"message":"Server execution capacity exhausted"}}`+"\n")
+	close(release)
+	h.expect(toolAnswer(1, "slow"))
+	h.noFramesLeft()
+}
+
+// An inline tool's log and progress notifications are written before its
+// answer; past maxInlineNotifications, and once it returned, sending fails.
+func TestInlineToolNotificationsPrecedeItsAnswer(t *testing.T) {
+	rt := newTestRuntime(t, RuntimeOptions{ServerInfo: Implementation{Name: "t", Version: "1"}})
+	kept := make(chan *HandlerRequest, 1)
+	errs := make(chan error, 1)
+	err := rt.AddTool(Tool{Name: "chatty", Inline: true}, func(ctx context.Context, req *HandlerRequest) (*ToolResult, error) {
+		if err := req.Log(ctx, "info", "chatty", "hello"); err != nil {
+			return nil, err
+		}
+		if err := req.ReportProgress(ctx, Progress{Progress: 1, Total: 2}); err != nil {
+			return nil, err
+		}
+		var err error
+		for i := 0; err == nil && i < maxInlineNotifications; i++ {
+			err = req.Log(ctx, "info", "chatty", i)
+		}
+		errs <- err
+		kept <- req
+		return &ToolResult{Content: []Content{TextContent("done")}}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := startHarnessWith(t, Options{}, rt)
+	h.send(inlineCall(1, "chatty", `,"progressToken":"p","io.modelcontextprotocol/logLevel":"debug"`))
+	if got, want := h.next(), `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","logger":"chatty","data":"hello"}}`+"\n"; got != want {
+		t.Fatalf("first frame %s, want %s", got, want)
+	}
+	if got, want := h.next(), `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"p","progress":1,"total":2}}`+"\n"; got != want {
+		t.Fatalf("second frame %s, want %s", got, want)
+	}
+	for i := 0; i < maxInlineNotifications-2; i++ {
+		h.next()
+	}
+	if err := waitFor(t, errs, "the handler's last send"); !errors.Is(err, errInlineNotifications) {
+		t.Fatalf("notification %d: %v, want errInlineNotifications", maxInlineNotifications+1, err)
+	}
+	h.expect(toolAnswer(1, "done"))
+	req := waitFor(t, kept, "the request")
+	if err := req.Log(context.Background(), "info", "chatty", "late"); !errors.Is(err, ErrRequestEnded) {
+		t.Fatalf("Log after the answer: %v, want ErrRequestEnded", err)
+	}
+	h.noFramesLeft()
+}
+
+// The Peer of an inline request refuses requests to the client: their
+// answer would have to come through the owner running the handler.
+func TestInlinePeerRefusesClientRequests(t *testing.T) {
+	ex := &execution{inline: true}
+	p := &requestPeer{ex: ex}
+	if _, err := p.Request(context.Background(), "sampling/createMessage", json.RawMessage(`{}`)); !errors.Is(err, ErrInlineRequest) {
+		t.Fatalf("Request: %v, want ErrInlineRequest", err)
+	}
+	if err := p.Notify(context.Background(), "notifications/message", json.RawMessage(`{}`)); err != nil {
+		t.Fatalf("Notify while running: %v", err)
+	}
+	if frames := ex.notes.take(); len(frames) != 1 {
+		t.Fatalf("kept %d frames, want 1", len(frames))
+	}
+	if err := p.Notify(context.Background(), "notifications/message", json.RawMessage(`{}`)); !errors.Is(err, ErrRequestEnded) {
+		t.Fatalf("Notify after the handler returned: %v, want ErrRequestEnded", err)
+	}
+}
+
+// Only a tool's calls that can be ordinary requests run inline: a tool that
+// supports tasks cannot be Inline, and an unknown tool or another method is
+// never served inline.
+func TestInlineOnlyForInlineTools(t *testing.T) {
+	rt := inlineRuntime(t, make(chan struct{}, 1), make(chan struct{}))
+	err := rt.AddTool(Tool{Name: "task", Inline: true, Execution: &ToolExecution{TaskSupport: TaskOptional}},
+		func(context.Context, *HandlerRequest) (*ToolResult, error) { return nil, nil })
+	if err == nil {
+		t.Fatal("AddTool accepted an Inline tool that supports tasks")
+	}
+	tests := []struct {
+		method, params string
+		want           bool
+	}{
+		{"tools/call", `{"name":"quick","arguments":{}}`, true},
+		{"tools/call", `{"arguments":{},"name":"quick"}`, true},
+		{"tools/call", `{"name":"slow","arguments":{}}`, false},
+		{"tools/call", `{"name":"missing"}`, false},
+		{"tools/call", `{"name":"\u0071uick"}`, false}, // escaped: found on a worker
+		{"tools/call", `{}`, false},
+		{"tools/list", `{"name":"quick"}`, false},
+	}
+	for _, tt := range tests {
+		if got := rt.servesInline(tt.method, []byte(tt.params)); got != tt.want {
+			t.Errorf("servesInline(%s, %s) = %v, want %v", tt.method, tt.params, got, tt.want)
+		}
+	}
+}
