@@ -13,9 +13,11 @@ import (
 	"time"
 )
 
-// baselineEnv makes the test binary act as the baseline program: it reads a
-// line and writes back a canned result with the same id, nothing else. It is
-// what any stdio JSON-RPC server costs at the least.
+// baselineEnv makes the test binary act as the baseline program, the limit
+// of a Go process on these pipes as limits.sh's fastecho is: it reads 1 MiB
+// at a time, finds the lines with a byte scan and answers each with a canned
+// result carrying its id and its text copied byte for byte, all the answers
+// to one read in one write. No JSON decoding, no MCP.
 const baselineEnv = "MCPSTDIO_BASELINE_SERVER"
 
 // floorEnv makes the test binary act as the pipeline floor: the canned
@@ -60,18 +62,21 @@ func TestMain(m *testing.M) {
 
 func runBaseline(in io.Reader, out io.Writer) {
 	r := bufio.NewReaderSize(in, 1<<20)
-	w := bufio.NewWriterSize(out, 64<<10)
+	w := bufio.NewWriterSize(out, 1<<20)
 	for {
 		line, err := r.ReadSlice('\n')
 		if err != nil {
 			return
 		}
 		w.Write(cannedResponse(w.AvailableBuffer(), line))
-		w.Flush()
+		if r.Buffered() == 0 { // the answers to one read go out in one write
+			w.Flush()
+		}
 	}
 }
 
-// cannedResponse appends to dst a fixed tools/call result with line's id.
+// cannedResponse appends to dst a tools/call result with line's id and the
+// contents of its first "text" string, copied as they are.
 func cannedResponse(dst, line []byte) []byte {
 	id := []byte("null")
 	if i := bytes.Index(line, []byte(`"id":`)); i >= 0 {
@@ -80,9 +85,23 @@ func cannedResponse(dst, line []byte) []byte {
 			id = rest[:j]
 		}
 	}
+	var text []byte
+	if i := bytes.Index(line, []byte(`"text":"`)); i >= 0 {
+		text = line[i+8:]
+		for j := 0; j < len(text); j++ {
+			if text[j] == '\\' {
+				j++
+			} else if text[j] == '"' {
+				text = text[:j]
+				break
+			}
+		}
+	}
 	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
 	dst = append(dst, id...)
-	return append(dst, `,"result":{"content":[{"type":"text","text":"ok"}]}}`+"\n"...)
+	dst = append(dst, `,"result":{"content":[{"type":"text","text":"`...)
+	dst = append(dst, text...)
+	return append(dst, `"}]}}`+"\n"...)
 }
 
 // runPipelineFloor is the pipeline floor (see floorEnv): a reading goroutine
