@@ -147,6 +147,9 @@ func TestHAProxyOneClientUsesEveryWorker(t *testing.T) {
 // flood runs calls sleeps of sleepMS from client in the background and
 // returns a counter of those answered and a channel closed when all are;
 // it returns once the first is answered, by when all were sent long ago.
+// The test's cleanup waits for them all, before the server it calls is
+// stopped (cleanups run last-registered first), so that none reports after
+// the test ends.
 func flood(t *testing.T, client *http.Client, url string, calls, sleepMS int) (*atomic.Int64, <-chan struct{}) {
 	var answered atomic.Int64
 	first := make(chan struct{})
@@ -164,18 +167,21 @@ func flood(t *testing.T, client *http.Client, url string, calls, sleepMS int) (*
 		})
 	}
 	go func() { wg.Wait(); close(done) }()
+	t.Cleanup(func() { <-done })
 	<-first
 	return &answered, done
 }
 
 // served measures how many of the flood's calls are answered while each of
-// the other user's calls waits for its answer (echo calls, which take no
-// time of their own): the most for any call.
+// the other user's calls waits for its answer (sleeps of 0 ms, which take
+// no time of their own but, unlike echo, an Inline tool the connection's
+// owner runs at once, wait for a worker in their client's queue): the most
+// for any call.
 func served(t *testing.T, client *http.Client, url string, flooded *atomic.Int64, header map[string]string) (most int64) {
 	for i := range 5 {
 		before := flooded.Load()
-		status, body, err := callTool(t.Context(), client, url, "echo", `{"text":"call `+strconv.Itoa(i)+`"}`, header)
-		if err != nil || status != http.StatusOK || !strings.Contains(body, "call "+strconv.Itoa(i)) {
+		status, body, err := callTool(t.Context(), client, url, "sleep", `{"ms":0}`, header)
+		if err != nil || status != http.StatusOK || !strings.Contains(body, `"sleptMs":0`) {
 			t.Fatalf("the other user's call %d: %d %s %v", i, status, body, err)
 		}
 		most = max(most, flooded.Load()-before)
@@ -185,13 +191,13 @@ func served(t *testing.T, client *http.Client, url string, flooded *atomic.Int64
 
 // (b) and (c): two users behind the proxy, connecting from 127.0.0.2 and
 // 127.0.0.3. One floods 200 sleeps of 400 ms (32 run, 168 wait); the other
-// makes five echo calls, one after another. With the proxy trusted
+// makes five calls of sleep 0 ms, one after another. With the proxy trusted
 // (-http-trusted-proxies 127.0.0.1/32, the address HAProxy connects from)
-// the users are two clients: each echo is served at the next freed worker,
+// the users are two clients: each call is served at the next freed worker,
 // so at most about one freed slot per worker of the flood is answered
 // meanwhile (32; 48 allows for calls in flight). Without the setting, and
 // with the second user claiming another address in its own
-// X-Forwarded-For, both are one client and each echo waits in that
+// X-Forwarded-For, both are one client and each call waits in that
 // client's queue behind the flood's: far more of the flood is answered
 // first.
 func TestHAProxyUsersGetFairShares(t *testing.T) {
