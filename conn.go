@@ -166,6 +166,9 @@ type connection struct {
 	// endErr is what ended the owner loop (serveConnection's result), for
 	// the observer's SessionEnded; nil for a normal end.
 	endErr error
+	// subUnregistered says sub is not registered yet (a
+	// lazySubmitterOutlet's; see submitter).
+	subUnregistered bool
 }
 
 // newConnection returns the connection cfg describes; its owner must call
@@ -184,7 +187,27 @@ func (c *connection) init(cfg connConfig) {
 		cfg.calls = make(chan *peerCall)
 	}
 	c.connConfig, c.done = cfg, make(chan struct{})
+	_, c.subUnregistered = cfg.out.(lazySubmitterOutlet)
 	c.sessionStarted()
+}
+
+// A lazySubmitterOutlet is an outlet whose connection's submitter is
+// registered with its executor (registerSubmitter, on the owner) only when
+// the connection first needs it, to submit a job: a 2026 HTTP POST, whose
+// one request an Inline tool serves on the owner without a worker, then
+// never registers one (no outcome channel, no executor lock). Until then
+// the submitter's Outcomes channel is nil, never ready.
+type lazySubmitterOutlet interface {
+	registerSubmitter()
+}
+
+// submitter returns the connection's submitter, registered.
+func (c *connection) submitter() *Submitter {
+	if c.subUnregistered {
+		c.subUnregistered = false
+		c.out.(lazySubmitterOutlet).registerSubmitter()
+	}
+	return c.sub
 }
 
 // execution is a message the connection admitted and waits for. It is also
@@ -250,14 +273,21 @@ type runtimeExecution struct {
 	handlerSpace handlerRequestSpace
 }
 
-// newExecution allocates the execution of one admitted message.
-func (c *connection) newExecution() *execution {
-	if _, ok := c.dispatcher.(fastPathDispatcher); ok {
-		rx := new(runtimeExecution)
-		rx.req.handlerSpace = &rx.handlerSpace
-		return &rx.execution
+// newExecution returns the execution of one admitted message: space, a
+// zero record of the transport's (message.space), when not nil, else a new
+// one.
+func (c *connection) newExecution(space *runtimeExecution) *execution {
+	_, fast := c.dispatcher.(fastPathDispatcher)
+	switch {
+	case space == nil && !fast:
+		return new(execution)
+	case space == nil:
+		space = new(runtimeExecution)
 	}
-	return new(execution)
+	if fast {
+		space.req.handlerSpace = &space.handlerSpace
+	}
+	return &space.execution
 }
 
 // workResult is what a worker hands back through the executor.
@@ -275,7 +305,9 @@ func (c *connection) pending() int { return c.byID.len() + len(c.untracked) + le
 func (c *connection) close() {
 	c.abandonOperations()
 	c.sessionEnded()
-	c.sub.Close()
+	if !c.subUnregistered {
+		c.sub.Close()
+	}
 	close(c.done)
 	for _, s := range c.subs {
 		c.releaseListen(s)
@@ -303,6 +335,12 @@ type message struct {
 	// raw is the message's bytes, for a batch to be split into its
 	// members (see onBatch); nil where the transport serves no batches.
 	raw []byte
+	// space, when not nil, is a zero record the message's execution may
+	// take instead of an allocation of its own, part of a larger record
+	// of the transport's for this one message (an HTTP POST's); the
+	// connection keeps it as long as the execution. A batch's members get
+	// none.
+	space *runtimeExecution
 }
 
 // onMessage runs steps 3 to 7 of the per-line pipeline (SPEC §4) for m.
@@ -335,7 +373,7 @@ func (c *connection) onMessage(m message) error {
 	} else {
 		id = ""
 	}
-	ex := c.newExecution()
+	ex := c.newExecution(m.space)
 	ex.conn, ex.route, ex.id, ex.method, ex.request = c, r, id, method, !isNotification
 	ex.env, ex.header = env, m.header
 	ex.job.key, ex.job.work, ex.job.hold = id, ex, m.hold
@@ -370,7 +408,7 @@ func (c *connection) submit(ex *execution) error {
 	if c.servedInline(ex) {
 		return c.runInline(ex)
 	}
-	ref, err := c.sub.submit(&ex.job, c.requestTimeout)
+	ref, err := c.submitter().submit(&ex.job, c.requestTimeout)
 	switch {
 	case errors.Is(err, ErrOverloaded):
 		ex.endOperation(OperationEnd{Outcome: OperationRefused, ErrorCode: errCapacity.Code, ErrorMessage: errCapacity.Message, RefusedReason: "capacity"})
@@ -534,7 +572,7 @@ func (c *connection) answerFits(ex *execution, n int) bool {
 	case ex.job.hold != nil:
 		return !errors.Is(ex.job.hold.Grow(n), ErrOverloaded)
 	}
-	return c.sub.client.fitsAnswer(n)
+	return c.submitter().client.fitsAnswer(n)
 }
 
 // claimAnswer is the execution's answerClaimer, called by its dispatcher on

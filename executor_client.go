@@ -252,20 +252,32 @@ type Reservation struct {
 // ErrOverloaded when they do not fit (see ExecutorOptions), with
 // ErrExecutorClosed on a closed executor.
 func (c *ExecutorClient) Reserve(n int) (*Reservation, error) {
+	r := new(Reservation)
+	if err := c.reserveInto(r, n); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// reserveInto is Reserve into r, a zero Reservation that may be part of a
+// larger record of the caller's, so that it costs no allocation of its own
+// (an HTTP POST's). On failure r stays zero and must not be used.
+func (c *ExecutorClient) reserveInto(r *Reservation, n int) error {
 	if n < 0 {
-		return nil, fmt.Errorf("executor: Reserve called with negative size %d", n)
+		return fmt.Errorf("executor: Reserve called with negative size %d", n)
 	}
 	e := c.e
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	switch {
 	case e.closed:
-		return nil, ErrExecutorClosed
+		return ErrExecutorClosed
 	case !e.fitsLocked(c, n, 0):
-		return nil, ErrOverloaded
+		return ErrOverloaded
 	}
 	e.chargeLocked(c, n)
-	return &Reservation{c: c, n: n}, nil
+	r.c, r.n = c, n
+	return nil
 }
 
 // Grow holds n more bytes (n ≥ 0) if they fit, as Reserve: the bytes r

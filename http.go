@@ -240,6 +240,8 @@ type HTTPHandler struct {
 	// that embeds one), which reads fewer request headers (see
 	// messageHeader).
 	runtime bool
+	// headerValues are the answers' header values (read-only).
+	headerValues *responseHeaderValues
 
 	sessions  sessionTable
 	clients   clientTable  // of the POSTs, by key
@@ -270,6 +272,8 @@ func NewHTTPHandler(d Dispatcher, opts HTTPOptions) (*HTTPHandler, error) {
 		executor:   opts.Executor,
 		stopWatch:  func() {},
 		quit:       make(chan struct{}),
+
+		headerValues: newResponseHeaderValues(),
 	}
 	_, h.runtime = d.(*Runtime)
 	if opts.Auth != nil {

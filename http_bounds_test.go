@@ -139,7 +139,8 @@ func TestReplayBudgetPerSessionDropsEndedStreamsThenOldestEvents(t *testing.T) {
 	if live.writer != nil {
 		t.Fatal("the connection still carries a stream whose next event it will never get")
 	}
-	if b := <-w.batches; !b.final || len(b.events) != 0 {
+	<-w.ready
+	if b := w.take(); !b.final || len(b.events) != 0 {
 		t.Fatalf("the connection was handed %+v, want a final, empty batch", b)
 	}
 

@@ -35,7 +35,7 @@ type ToolSchemaSource interface {
 // ToolSchemaSource. header is the request's; a header's value is its first
 // one, trimmed, as Request.Header holds it.
 func checkMirroredHeaders(d Dispatcher, header http.Header, msg *postedMessage) *RPCError {
-	if rerr := checkMirrored(header, httpHeaderProtocolVersion, headerProtocolVersion, msg.metaVersion, false); rerr != nil {
+	if _, rerr := checkMirrored(header, httpHeaderProtocolVersion, headerProtocolVersion, msg.metaVersion, false); rerr != nil {
 		return rerr
 	}
 	if rerr := checkMirroredString(header, headerMethod, headerMethod, msg.method, false); rerr != nil {
@@ -57,12 +57,14 @@ func checkMirroredHeaders(d Dispatcher, header http.Header, msg *postedMessage) 
 	if end, _, err := scanString(raw, 0); len(raw) < 2 || raw[0] != '"' || err != nil || end != len(raw) {
 		return nil // not a string: the dispatcher refuses the params themselves
 	}
-	if rerr := checkMirrored(header, headerName, headerName, raw, true); rerr != nil {
+	// name is the header's value, equal to the body's: the tool's name
+	// without decoding (and allocating) it again.
+	name, rerr := checkMirrored(header, headerName, headerName, raw, true)
+	if rerr != nil {
 		return rerr
 	}
 	if src, ok := d.(ToolSchemaSource); ok && msg.method == methodToolsCall {
 		arguments, _ := lookupMember(msg.env.params, "arguments")
-		name, _ := decodeString(raw)
 		return checkParamHeaders(header, src.ToolInputSchema(name), arguments)
 	}
 	return nil
@@ -82,20 +84,21 @@ func requestHeaderValue(header http.Header, key string) (string, bool) {
 // string whose JSON text is want (a want that is not a string counts as "");
 // an encoded value (the =?base64?…?= sentinel) is decoded first when encoded
 // is true. name is the header's name in error messages. A plain string is
-// compared as it stands in the body, without being copied.
-func checkMirrored(header http.Header, key, name string, want json.RawMessage, encoded bool) *RPCError {
+// compared as it stands in the body, without being copied. It returns the
+// header's (decoded) value, equal to the body's string when rerr is nil.
+func checkMirrored(header http.Header, key, name string, want json.RawMessage, encoded bool) (string, *RPCError) {
 	got, rerr := mirroredValue(header, key, name, encoded)
 	if rerr != nil {
-		return rerr
+		return "", rerr
 	}
 	if content := plainStringContent(want); content != nil && string(content) == got {
-		return nil
+		return got, nil
 	}
 	body, _ := decodeString(want)
 	if got != body {
-		return headerMismatch("%s header value %q does not match body value %q", name, got, body)
+		return "", headerMismatch("%s header value %q does not match body value %q", name, got, body)
 	}
-	return nil
+	return got, nil
 }
 
 // checkMirroredString is checkMirrored for a body value already decoded.

@@ -26,7 +26,22 @@ func (h *HTTPHandler) servePost(w http.ResponseWriter, r *http.Request) {
 	}
 	client := h.clients.acquire(h.clientName(r, session))
 	defer h.clients.release(client)
-	body, res, ok := h.readBody(w, r, client.client)
+	// The record of the POST's route, allocated before the body is read so
+	// that the body (when short) and its reservation live in it: a session's
+	// exchange when the POST names a session, else a 2026 POST's record.
+	// Where the message turns out to go the other way (an initialize, a 2026
+	// message posted with a session id), its route allocates its own.
+	var post *statelessPost
+	var exchange *httpExchange
+	var in *postInput
+	if r.Header.Get(headerSessionID) != "" {
+		exchange = new(httpExchange)
+		in = &exchange.in
+	} else {
+		post = new(statelessPost)
+		in = &post.in
+	}
+	body, res, ok := h.readBody(w, r, client.client, in)
 	if !ok {
 		return
 	}
@@ -55,10 +70,16 @@ func (h *HTTPHandler) servePost(w http.ResponseWriter, r *http.Request) {
 	h.drain.beginExchange() // until it is answered: Shutdown waits for it
 	defer h.drain.endExchange()
 	if msg.stateless(r) {
-		h.serveStateless(w, r, &msg)
+		if post == nil {
+			post = new(statelessPost)
+		}
+		h.serveStateless(w, r, &msg, post)
 		return
 	}
-	h.serveSessionPost(w, r, &msg, session)
+	if exchange == nil {
+		exchange = new(httpExchange)
+	}
+	h.serveSessionPost(w, r, &msg, session, exchange)
 }
 
 // postedMessage is a decoded POST body and what routing reads of it.

@@ -12,9 +12,10 @@ import (
 
 // serveSessionPost serves a POST of the initialize era: an initialize, which
 // starts a session, or a message of an existing session, named's: the live
-// session its Mcp-Session-Id named when it arrived (nil for none).
-func (h *HTTPHandler) serveSessionPost(w http.ResponseWriter, r *http.Request, msg *postedMessage, named *httpSession) {
-	x := &httpExchange{streamWriter: newStreamWriter(), msg: *msg, header: h.messageHeader(r, msg, true), values: h.transportValues(r), version: r.Header.Get(httpHeaderProtocolVersion)}
+// session its Mcp-Session-Id named when it arrived (nil for none). x is the
+// POST's record, zero but for its body's room (in).
+func (h *HTTPHandler) serveSessionPost(w http.ResponseWriter, r *http.Request, msg *postedMessage, named *httpSession, x *httpExchange) {
+	x.streamWriter, x.msg, x.header, x.values, x.version = newStreamWriter(), *msg, h.messageHeader(r, msg, true), h.transportValues(r), r.Header.Get(httpHeaderProtocolVersion)
 	msg = &x.msg
 	var s *httpSession
 	if r.Header.Get(headerSessionID) == "" && msg.method == methodInitialize && msg.isRequest() {
@@ -40,7 +41,7 @@ func (h *HTTPHandler) serveSessionPost(w http.ResponseWriter, r *http.Request, m
 		httpError(w, http.StatusNotFound, "Session not found")
 		return
 	}
-	sse := newSSEWriter(w, h.opts.WriteTimeout)
+	sse := newSSEWriter(w, h.opts.WriteTimeout, h.headerValues)
 	s.serveWriter(&x.streamWriter, &sse, r.Context(), 0, x)
 }
 
@@ -104,7 +105,7 @@ func (h *HTTPHandler) serveGet(w http.ResponseWriter, r *http.Request) {
 		httpError(w, v.status, v.message)
 		return
 	}
-	sseW := newSSEWriter(w, h.opts.WriteTimeout)
+	sseW := newSSEWriter(w, h.opts.WriteTimeout, h.headerValues)
 	sse := &sseW
 	sse.start()
 	if !sse.flush() {
@@ -162,13 +163,14 @@ func (s *httpSession) serveWriter(w *streamWriter, sse *sseWriter, ctx context.C
 	}
 	write := func(b streamBatch) bool {
 		if x != nil && !(b.plain && x.msg.method == methodInitialize && b.code != 0) {
-			sse.w.Header().Set(headerSessionID, s.id)
+			sse.w.Header()[headerSessionID] = s.idHeader
 		}
 		return sse.writeBatch(b)
 	}
 	for {
 		select {
-		case b := <-w.batches:
+		case <-w.ready:
+			b := w.take()
 			ok := write(b)
 			if b.unreported {
 				return
@@ -190,8 +192,8 @@ func (s *httpSession) serveWriter(w *streamWriter, sse *sseWriter, ctx context.C
 			return
 		case <-s.done:
 			select {
-			case b := <-w.batches: // handed just before the session ended
-				write(b)
+			case <-w.ready: // handed just before the session ended
+				write(w.take())
 			default:
 				if x != nil && !sse.started && !sse.failed {
 					sse.start() // the session ended before the answer: a stream with none

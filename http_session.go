@@ -24,13 +24,14 @@ import (
 // httpSession is one initialize-era session. The fields up to done are set
 // before the loop starts and read-only after; the rest are owned by the loop.
 type httpSession struct {
-	id      string
-	owner   string     // principalBinding of its creator ("" without authorization)
-	creator clientName // the client that created it, for MaxClientSessions
-	h       *HTTPHandler
-	posts   chan *httpExchange // messages POSTed to the session
-	ctl     chan any           // GETs, DELETEs, the reports of its writers and its idle timer (see onControl)
-	done    chan struct{}      // closed when the loop exits: the session has ended
+	id       string
+	idHeader []string   // {id}: the Mcp-Session-Id of its answers, built once (see responseHeaderValues)
+	owner    string     // principalBinding of its creator ("" without authorization)
+	creator  clientName // the client that created it, for MaxClientSessions
+	h        *HTTPHandler
+	posts    chan *httpExchange // messages POSTed to the session
+	ctl      chan any           // GETs, DELETEs, the reports of its writers and its idle timer (see onControl)
+	done     chan struct{}      // closed when the loop exits: the session has ended
 
 	// shedAsked says the handler's replay budget asks the session for bytes
 	// back; it is set by any session's owner, which then wakes this one
@@ -74,6 +75,12 @@ type httpExchange struct {
 	answerStream *eventStream
 	// answered is set once the owner handed the last of its answer.
 	answered bool
+	// exec is the room of its message's execution in the session's
+	// connection (message.space), part of this record so that it costs no
+	// allocation of its own.
+	exec runtimeExecution
+	// in is the room of the body and its reservation (readBody).
+	in postInput
 }
 
 // startSession starts a session whose first message is the initialize x, for
@@ -94,6 +101,7 @@ func (h *HTTPHandler) startSession(x *httpExchange, owner string, client, creato
 		streams: make(map[uint64]*eventStream),
 		changes: newChangeBox(),
 	}
+	s.idHeader = []string{s.id}
 	if !h.sessions.add(s) {
 		return nil
 	}
@@ -224,7 +232,7 @@ func (s *httpSession) onPost(x *httpExchange) error {
 		s.handPlain(x, http.StatusBadRequest, errorAnswer("", errBatchRefused))
 		return nil
 	}
-	return s.conn.onMessage(message{env: x.msg.env, size: x.msg.size, route: x, header: x.header, values: x.values, hold: x.msg.res, raw: x.msg.raw})
+	return s.conn.onMessage(message{env: x.msg.env, size: x.msg.size, route: x, header: x.header, values: x.values, hold: x.msg.res, raw: x.msg.raw, space: &x.exec})
 }
 
 // send and answer make the session its connection's outlet: a request's
@@ -315,7 +323,7 @@ func (s *httpSession) handPlain(x *httpExchange, status int, body finalFrame) {
 		return
 	}
 	b := streamBatch{plain: status != 0, status: status, body: body.frame, code: body.code, final: true, unreported: true}
-	x.batches <- b // x is idle: nothing was handed to it before
+	x.hand(b) // x is idle: nothing was handed to it before
 	s.leave(&x.streamWriter)
 }
 
@@ -329,7 +337,7 @@ func (s *httpSession) pump(l *eventStream) {
 	if len(events) == 0 && !final {
 		return
 	}
-	w.batches <- streamBatch{events: events, final: final, last: l.last()}
+	w.hand(streamBatch{events: events, final: final, last: l.last()})
 	w.busy, l.handed = true, l.last()
 }
 
@@ -342,7 +350,7 @@ func (s *httpSession) release(w *streamWriter) {
 	case w.busy:
 		w.closing = true
 	default:
-		w.batches <- streamBatch{final: true}
+		w.hand(streamBatch{final: true})
 		w.busy = true
 	}
 }

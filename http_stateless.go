@@ -17,23 +17,33 @@ import (
 // WriteTimeout. What the POST needs is in this one record, so that serving
 // it costs one allocation for them all. Owned by the POST's goroutine.
 type statelessPost struct {
-	sse      sseWriter
-	conn     connection // the message's connection
-	sub      Submitter  // the connection's
-	request  bool       // the message is a request, answered with a response
-	answered bool       // the answer is complete: the POST is done
+	sse  sseWriter
+	conn connection // the message's connection
+	// sub is the connection's submitter, registered (registerSubmitter)
+	// only if the connection submits a job: a request an Inline tool
+	// serves on this goroutine needs none. client is whose it is.
+	sub      Submitter
+	h        *HTTPHandler
+	client   *ExecutorClient
+	request  bool // the message is a request, answered with a response
+	answered bool // the answer is complete: the POST is done
 	// A listen stream's keep-alive ticks and the handler's quit (closed by
 	// CloseStreams); nil for a request.
 	keepAlive <-chan time.Time
 	quit      <-chan struct{}
+	// exec is the room of the message's execution (message.space).
+	exec runtimeExecution
+	// in is the room of the body and its reservation (readBody).
+	in postInput
 }
 
-// serveStateless serves a 2026-07-28 message: its headers must mirror its
+// serveStateless serves a 2026-07-28 message in p, the POST's record (zero
+// but for its body's room, in): its headers must mirror its
 // body, and errors map onto HTTP statuses (statelessStatus). The answer is
 // one JSON object, or an SSE stream when the request sends notifications
 // before its response. A client that closes the response cancels the
 // request.
-func (h *HTTPHandler) serveStateless(w http.ResponseWriter, r *http.Request, msg *postedMessage) {
+func (h *HTTPHandler) serveStateless(w http.ResponseWriter, r *http.Request, msg *postedMessage, p *statelessPost) {
 	if msg.isResponse() {
 		writeJSONFrame(w, http.StatusBadRequest, errorFrame("", invalidRequest("a 2026-07-28 client sends no responses")))
 		return
@@ -46,7 +56,7 @@ func (h *HTTPHandler) serveStateless(w http.ResponseWriter, r *http.Request, msg
 	}
 	// msg stays in the caller's frame: the connection copies what it
 	// needs of it, and the record keeps only the body's reservation.
-	p := &statelessPost{sse: newSSEWriter(w, h.opts.WriteTimeout), request: msg.isRequest()}
+	p.sse, p.request = newSSEWriter(w, h.opts.WriteTimeout, h.headerValues), msg.isRequest()
 	if h.closing() {
 		p.answer(nil, errorAnswer(msg.id(), errShuttingDown))
 		return
@@ -55,7 +65,7 @@ func (h *HTTPHandler) serveStateless(w http.ResponseWriter, r *http.Request, msg
 	if msg.method == methodSubscriptionsListen {
 		listenQuota = h.listens.forClient(h.ClientAddress(r))
 	}
-	h.initSubmitterFor(&p.sub, msg)
+	p.h, p.client = h, msg.client // for registerSubmitter
 	conn := &p.conn
 	conn.init(connConfig{
 		dispatcher:       h.dispatcher,
@@ -84,12 +94,16 @@ func (h *HTTPHandler) serveStateless(w http.ResponseWriter, r *http.Request, msg
 	// Whatever ends the loop (the answer, the client leaving: the deferred
 	// close cancels the request; CloseStreams; the executor closing: its
 	// requests were answered), the POST is done.
-	if err := conn.onMessage(message{env: msg.env, size: msg.size, header: h.messageHeader(r, msg, false), hold: msg.res}); err != nil {
+	if err := conn.onMessage(message{env: msg.env, size: msg.size, header: h.messageHeader(r, msg, false), hold: msg.res, space: &p.exec}); err != nil {
 		conn.stopped(r.Context(), err, p)
 		return
 	}
 	serveConnection(r.Context(), conn, p)
 }
+
+// registerSubmitter registers the connection's submitter when it first
+// submits a job (lazySubmitterOutlet).
+func (p *statelessPost) registerSubmitter() { p.h.initSubmitterFor(&p.sub, p.client) }
 
 // The POST is the HTTP side of its connection's owner loop: it takes no
 // message after its first; its events are the keep-alive ticks of a listen

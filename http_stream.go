@@ -132,10 +132,16 @@ type streamBatch struct {
 // goroutine of a POST (its answer, JSON or a stream) or of a GET (the
 // session's stream, or a stream it resumes). The goroutine writes what the
 // owner hands it, one batch at a time, and reports each on the session's
-// control channel; it never touches session state. The fields after batches
+// control channel; it never touches session state. The fields after ready
 // are owned by the session's owner.
 type streamWriter struct {
-	batches chan streamBatch // capacity 1: the owner hands a batch only while the writer is idle
+	// handed is the batch the owner hands over, then signals on ready
+	// (capacity 1: the owner hands a batch only while the writer is idle);
+	// the writer reads handed only after it received from ready, which
+	// orders the owner's write before it. A channel of batches would cost
+	// two allocations (its buffer of pointers apart), this one.
+	handed streamBatch
+	ready  chan struct{}
 
 	stream  *eventStream // what it carries now; nil for a POST whose answer is not a stream yet
 	busy    bool         // a batch was handed and not yet reported
@@ -145,14 +151,29 @@ type streamWriter struct {
 
 // newStreamWriter returns an idle writer; the caller keeps it where it
 // lives (the owner refers to it by its address).
-func newStreamWriter() streamWriter { return streamWriter{batches: make(chan streamBatch, 1)} }
+func newStreamWriter() streamWriter { return streamWriter{ready: make(chan struct{}, 1)} }
+
+// hand gives the idle writer b; the owner's side.
+func (w *streamWriter) hand(b streamBatch) {
+	w.handed = b
+	w.ready <- struct{}{}
+}
+
+// take returns the batch handed after a receive from ready; the writer's
+// side. It drops the writer's reference to the batch's frames.
+func (w *streamWriter) take() streamBatch {
+	b := w.handed
+	w.handed = streamBatch{}
+	return b
+}
 
 // sseWriter writes one HTTP response: a plain answer or SSE events. Each
 // write and flush must finish within timeout (when positive): a client that
 // stops reading fails the response instead of blocking its writer. Owned by
 // the goroutine that serves the response.
 type sseWriter struct {
-	w http.ResponseWriter
+	w      http.ResponseWriter
+	values *responseHeaderValues // the handler's
 	// rc is held by value, so that the writer costs no allocation of its
 	// own beside whatever holds it.
 	rc      http.ResponseController
@@ -163,9 +184,35 @@ type sseWriter struct {
 
 // newSSEWriter returns the writer of the response w; the caller keeps it
 // where it lives (its methods take its address).
-func newSSEWriter(w http.ResponseWriter, timeout time.Duration) sseWriter {
-	return sseWriter{w: w, rc: *http.NewResponseController(w), timeout: timeout}
+func newSSEWriter(w http.ResponseWriter, timeout time.Duration, values *responseHeaderValues) sseWriter {
+	return sseWriter{w: w, values: values, rc: *http.NewResponseController(w), timeout: timeout}
 }
+
+// responseHeaderValues are the values of the headers every answer carries,
+// built once per handler: a slice assigned into a response's header map
+// costs nothing, where Header.Set allocates one per call (and canonicalizes
+// the name). They are shared by every response, so nothing may write into
+// them: net/http only reads them, and a later Set or Add replaces or
+// reallocates the slice (each has length and capacity 1).
+type responseHeaderValues struct {
+	json, sse, noCache, noBuffering []string
+}
+
+func newResponseHeaderValues() *responseHeaderValues {
+	return &responseHeaderValues{
+		json:        []string{mediaTypeJSON},
+		sse:         []string{mediaTypeSSE},
+		noCache:     []string{"no-cache, no-transform"},
+		noBuffering: []string{"no"},
+	}
+}
+
+// maxImplicitContentLength is the largest plain answer sent without a
+// Content-Length header of its own: net/http adds it (without allocating)
+// when a handler writes "under a few KB" (its buffer is 2 KiB) and returns
+// without flushing, as a plain answer does; a larger one gets it from the
+// handler, else it would be sent chunked.
+const maxImplicitContentLength = 1024
 
 // deadline bounds the next write; a response that cannot take deadlines is
 // written without.
@@ -182,9 +229,9 @@ func (s *sseWriter) start() {
 	}
 	s.started = true
 	h := s.w.Header()
-	h.Set("Content-Type", mediaTypeSSE)
-	h.Set("Cache-Control", "no-cache, no-transform")
-	h.Set("X-Accel-Buffering", "no")
+	h["Content-Type"] = s.values.sse
+	h["Cache-Control"] = s.values.noCache
+	h["X-Accel-Buffering"] = s.values.noBuffering
 	s.w.WriteHeader(http.StatusOK)
 }
 
@@ -196,7 +243,13 @@ func (s *sseWriter) plain(status int, body []byte) bool {
 		s.w.WriteHeader(status)
 		return true
 	}
-	writeJSONFrame(s.w, status, body)
+	h := s.w.Header()
+	h["Content-Type"] = s.values.json
+	if len(body) > maxImplicitContentLength {
+		h["Content-Length"] = []string{strconv.Itoa(len(body))}
+	}
+	s.w.WriteHeader(status)
+	s.w.Write(body)
 	return true
 }
 

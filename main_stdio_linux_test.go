@@ -20,10 +20,11 @@ const fSetPipeSize = 1031
 
 // The binary's stdout is a 4 KiB pipe whose reader takes 200 bytes every
 // 10 ms, while 96 pipelined tools/call answers of about 450 bytes are due,
-// with -write-timeout 250ms: writing them takes several times that, each
-// answer a small part of it. Every answer arrives whole, in full, and the
-// server exits 0 at the end of input (SPEC §3: WriteTimeout bounds each
-// frame, never a write).
+// with -write-timeout 1s: writing them takes more than twice that (about
+// 2.2 s), each answer a small part of it. (The timeout leaves the reader's
+// ticks room on a loaded machine: at 250 ms a starved test process failed.)
+// Every answer arrives whole, in full, and the server exits 0 at the end of
+// input (SPEC §3: WriteTimeout bounds each frame, never a write).
 func TestBinarySlowSteadyReaderGetsEveryAnswer(t *testing.T) {
 	const calls = 96
 	inR, inW := blockingPipe(t)
@@ -32,7 +33,7 @@ func TestBinarySlowSteadyReaderGetsEveryAnswer(t *testing.T) {
 		t.Skipf("F_SETPIPE_SZ: %v", errno)
 	}
 	var stderr strings.Builder
-	cmd := exec.Command(serverBinary(t), "-write-timeout", "250ms")
+	cmd := exec.Command(serverBinary(t), "-write-timeout", "1s")
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, &stderr
 	startCommand(t, cmd)
 	inR.Close()
