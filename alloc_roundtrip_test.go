@@ -7,8 +7,8 @@ import (
 
 // Echo round trips through Serve allocate no more than they do today: 4 with
 // a dispatcher that allocates nothing, 6 through the runtime's echo tool
-// (a typed tool whose call allocates 2: the space of its arguments and
-// result, and the text). Issue 6 allows 12 besides the handler's; the
+// (whose call allocates 2: the space of its arguments and result, and
+// the text). Issue 6 allows 12 besides the handler's; the
 // tighter limits catch any new per-message allocation. Measured over a whole
 // benchmark run, so a stray allocation of another goroutine cannot tip it.
 func TestEchoRoundTripAllocations(t *testing.T) {

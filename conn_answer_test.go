@@ -14,7 +14,7 @@ import (
 // and over HTTP.
 
 // echoCall is a 2026 tools/call of the reference echo tool, with text
-// chars of text; the echo answers it twice (content and structuredContent).
+// chars of text, which the echo answers once.
 func echoCall(id string, chars int) string {
 	return `{"jsonrpc":"2.0","id":"` + id + `","method":"tools/call","params":{"name":"echo","arguments":{"text":"` +
 		strings.Repeat("e", chars) + `"},` + meta2026 + `}}`
@@ -27,13 +27,19 @@ func overloaded(id string) string {
 
 // echoed reports whether answer is id's echo of chars chars, whole.
 func echoed(answer, id string, chars int) bool {
-	return strings.Contains(answer, `"id":"`+id+`"`) && strings.Count(answer, strings.Repeat("e", chars)) == 2
+	return strings.Contains(answer, `"id":"`+id+`"`) && strings.Count(answer, strings.Repeat("e", chars)) == 1
 }
 
 func TestStdioAnswerBeyondTheBudgetIsRefused(t *testing.T) {
 	rt := newHTTPCatalogRuntime(t)
 	hold := &holdTool{started: make(chan string, 1), release: make(chan struct{})}
 	addHoldTool(t, rt, hold)
+	// The reference echo is Inline: run by the owner, with no job whose
+	// bytes hold its line. The same echo on a worker shows the rule for
+	// jobs: line and answer together.
+	if err := rt.AddTool(referenceTool("worker_echo", "echo, run by a worker", echoSchema), echoText); err != nil {
+		t.Fatal(err)
+	}
 	const budget = 10_000
 	h := startHarnessWith(t, Options{MaxInflightBytes: budget}, rt)
 	t.Cleanup(func() {
@@ -52,11 +58,11 @@ func TestStdioAnswerBeyondTheBudgetIsRefused(t *testing.T) {
 		chars int
 		fits  bool
 	}{
-		{700, true},    // a ~0.9 KB line and a ~1.6 KB answer: within the ~3.8 KB left
-		{2_000, false}, // a ~2.2 KB line, admitted; a ~4.2 KB answer: beyond
+		{700, true},    // a ~0.9 KB line and a ~0.8 KB answer: within the ~3.8 KB left
+		{2_000, false}, // a ~2.2 KB line, admitted; a ~2.1 KB answer: beyond
 	} {
 		id := "e" + strconv.Itoa(tc.chars)
-		line := echoCall(id, tc.chars)
+		line := strings.Replace(echoCall(id, tc.chars), `"name":"echo"`, `"name":"worker_echo"`, 1)
 		if len(held)+len(line)+1 > budget {
 			t.Fatalf("the %d-char echo does not fit as a message: the test's sizes are wrong", tc.chars)
 		}
@@ -89,8 +95,8 @@ func TestHTTPAnswerBeyondTheBudgetIsRefused(t *testing.T) {
 		chars int
 		fits  bool
 	}{
-		{1_000, true},  // a ~1.2 KB body and a ~2.1 KB answer: within the ~9.8 KB left
-		{4_000, false}, // a ~4.2 KB body, admitted; a ~8.1 KB answer: beyond
+		{1_000, true},  // a ~1.2 KB body and a ~1.1 KB answer: within the ~9.8 KB left
+		{5_000, false}, // a ~5.2 KB body, admitted; a ~5.1 KB answer: beyond
 	} {
 		id := "e" + strconv.Itoa(tc.chars)
 		body := echoCall(id, tc.chars)

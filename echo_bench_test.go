@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -11,8 +10,8 @@ import (
 // The echo pairs compare two kinds of echo call in one run, so that both
 // rates are taken under the same load of the (shared) machine: the non-ASCII
 // text against ASCII text of as many bytes, and the reference catalog's
-// typed echo (which sends its text twice, as content and as
-// structuredContent) against an untyped echo that sends it once. The two
+// echo (a plain tool that sends its text once) against a typed echo that
+// sends it twice, as content and as structuredContent. The two
 // kinds alternate in rounds of pairRound calls; each reports its calls/s,
 // and the second its rate as a fraction of the first's ("rate-ratio").
 
@@ -21,11 +20,10 @@ const pairRound = 256
 
 // echoPair is one comparison: two tools/call lines, the reference first.
 type echoPair struct {
-	name              string
-	prefixA, prefixB  string // of the metrics' units
-	lineA, lineB      string
-	wantA, wantB      string // in the answers
-	untypedEchoNeeded bool
+	name             string
+	prefixA, prefixB string // of the metrics' units
+	lineA, lineB     string
+	wantA, wantB     string // in the answers
 }
 
 // echoPairs returns the comparisons, at 100 bytes of text.
@@ -41,9 +39,8 @@ func echoPairs() []echoPair {
 		},
 		{
 			name: "typed", prefixA: "untyped-", prefixB: "typed-",
-			lineA: echoCallLine("untyped_echo", ascii), lineB: echoCallLine("echo", ascii),
+			lineA: echoCallLine("echo", ascii), lineB: echoCallLine("typed_echo", ascii),
 			wantA: ascii, wantB: `"structuredContent":{"text":"` + ascii,
-			untypedEchoNeeded: true,
 		},
 	}
 }
@@ -63,25 +60,24 @@ func echoCallLine(tool, text string) string {
 	return `{"jsonrpc":"2.0","id":"0000000000","method":"tools/call","params":{"name":"` + tool + `","arguments":{"text":"` + text + `"},` + binMeta2026 + `}}`
 }
 
-// untypedEcho is the echo tool as an untyped handler, as the reference
-// catalog served it before it became a typed tool: the text member looked
-// up and decoded, answered as one text block.
-func untypedEcho(_ context.Context, req *HandlerRequest) (*ToolResult, error) {
-	raw, found := jsonObject(req.Arguments).lookup("text")
-	if !found {
-		return nil, errors.New(`missing "text"`)
-	}
-	text, ok := decodeString(raw)
-	if !ok {
-		return nil, errors.New(`"text" must be a string`)
-	}
-	return TextResult(text), nil
+// typedEchoOutput is a typed echo's result: the text, as structured
+// content and, by its String method, as the text block.
+type typedEchoOutput struct {
+	Text string `json:"text" jsonschema:"The text given"`
 }
 
-// newEchoPairRuntime is the reference runtime with untypedEcho added.
+func (o typedEchoOutput) String() string { return o.Text }
+
+// typedEcho is the echo tool as a typed tool, as the reference catalog
+// served it before it became a plain one.
+func typedEcho(_ context.Context, _ *HandlerRequest, in echoInput) (typedEchoOutput, error) {
+	return typedEchoOutput(in), nil
+}
+
+// newEchoPairRuntime is the reference runtime with typed_echo added.
 func newEchoPairRuntime(b *testing.B) *Runtime {
 	rt := newCatalogRuntime(b)
-	if err := rt.AddTool(Tool{Name: "untyped_echo", InputSchema: []byte(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`)}, untypedEcho); err != nil {
+	if err := AddTypedTool(rt, Tool{Name: "typed_echo", Inline: true}, typedEcho); err != nil {
 		b.Fatal(err)
 	}
 	return rt

@@ -110,7 +110,7 @@ func benchHTTPHandlerEcho(b *testing.B, version string) {
 	w := newReusedResponseWriter()
 	r := newReusedRequest(header, body)
 	h.ServeHTTP(w, r.next())
-	if w.status != http.StatusOK || !bytes.Contains(w.body, []byte(`"structuredContent":{"text":"`+httpLoadText)) {
+	if w.status != http.StatusOK || !bytes.Contains(w.body, []byte(`"content":[{"type":"text","text":"`+httpLoadText)) {
 		b.Fatalf("answer %d %s", w.status, w.body)
 	}
 	b.ReportAllocs()

@@ -43,13 +43,12 @@ func runHTTPBaseline(stdin io.Reader, stdout io.Writer) error {
 }
 
 // cannedEchoHandler answers every request with the frame the server sends
-// for a 2026 tools/call of its echo tool with text (content,
-// structuredContent, resultType and _meta), with the id of the request
+// for a 2026 tools/call of its echo tool with text (content, resultType
+// and _meta), with the id of the request
 // body, after reading the whole body, as a minimal JSON-RPC handler does.
 func cannedEchoHandler(text string) http.Handler {
 	quoted := strconv.Quote(text)
-	result := `,"result":{"content":[{"type":"text","text":` + quoted + `}],"structuredContent":{"text":` + quoted +
-		`},"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"mcpstdio","title":"mcpstdio reference server","version":"0.1.0"}}}}`
+	result := `,"result":{"content":[{"type":"text","text":` + quoted + `}],"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"mcpstdio","title":"mcpstdio reference server","version":"0.1.0"}}}}`
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)
 		if err != nil {

@@ -32,6 +32,7 @@ const maxSleepMs = 600000
 // Input schemas of the reference tools.
 const (
 	noArgumentsSchema = `{"type":"object","properties":{}}`
+	echoSchema        = `{"type":"object","properties":{"text":{"type":"string","description":"The text to return"}},"required":["text"]}`
 	sleepSchema       = `{"type":"object","properties":{"ms":{"type":"integer","minimum":0,"maximum":600000,"description":"How long to wait, in milliseconds"}},"required":["ms"]}`
 	// jsonSchema202012ToolSchema is served byte for byte as the conformance
 	// suite defines it: its checks look for $schema, $defs with $anchor,
@@ -89,8 +90,8 @@ func registerReferenceCatalog(rt *Runtime) error {
 func registerReferenceTools(rt *Runtime, m referenceMedia) error {
 	// The tools that only build their answer run inline, on the connection's
 	// owner (Tool.Inline); sleep and the one that asks the client do not.
-	echo := Tool{Name: "echo", Description: "Returns the given text unchanged, as one text content block", Inline: true}
-	if err := AddTypedTool(rt, echo, echoText); err != nil {
+	echo := inlineTool(referenceTool("echo", "Returns the given text unchanged, as one text content block", echoSchema))
+	if err := rt.AddTool(echo, echoText); err != nil {
 		return err
 	}
 	sleep := referenceTool("sleep", "Waits the given number of milliseconds (at most 600000), or until the request is cancelled or times out; for testing client timeouts and cancellation", sleepSchema)
@@ -148,26 +149,39 @@ func fixedToolResult(content ...Content) ToolHandler {
 	}
 }
 
-// echoInput and echoOutput are the echo tool's arguments and result:
-// {"text": string} → the same text, as structured content and as text.
+// echoInput is the echo tool's arguments: {"text": string}.
 type echoInput struct {
-	Text string `json:"text" jsonschema:"The text to return"`
+	Text string `json:"text"`
 }
 
-type echoOutput struct {
-	Text string `json:"text" jsonschema:"The text given"`
-}
-
-// String is the result's text content: the text itself.
-func (o echoOutput) String() string { return o.Text }
-
-// echoText serves the echo tool. Its copy of the text is a span of its own
-// under the request's when telemetry is on (StartSpan), to show a tool's
-// child spans.
-func echoText(ctx context.Context, _ *HandlerRequest, in echoInput) (echoOutput, error) {
+// echoText serves the echo tool: the text, once, as one text block. It has
+// no outputSchema, so no structuredContent repeats the text (a typed tool's
+// result carries it twice); sleep shows a typed tool. Its copy of the text
+// is a span of its own under the request's when telemetry is on
+// (StartSpan), to show a tool's child spans.
+func echoText(ctx context.Context, req *HandlerRequest) (*ToolResult, error) {
+	// One allocation holds the arguments and the result.
+	call := new(struct {
+		in      echoInput
+		result  ToolResult
+		content [1]Content
+	})
+	if err := req.Bind(&call.in); err != nil {
+		return nil, err
+	}
+	if call.in.Text == "" { // "" or null, which Bind leaves as ""
+		var probe struct {
+			Text *string `json:"text"`
+		}
+		if req.Bind(&probe); probe.Text == nil {
+			return nil, &ArgumentError{Path: "text", Problem: "must be a string"}
+		}
+	}
 	_, span := StartSpan(ctx, "echo copy")
 	defer span.End(nil)
-	return echoOutput(in), nil
+	call.content[0] = TextContent(call.in.Text)
+	call.result.Content = call.content[:]
+	return &call.result, nil
 }
 
 // sleepInput and sleepOutput are the sleep tool's arguments and result. Its

@@ -109,9 +109,9 @@ func TestReferenceToolCalls(t *testing.T) {
 		params string // tools/call params members
 		want   string // result members
 	}{
-		{"echo", `"name":"echo","arguments":{"text":"hello \"quoted\" <&>\n"}`, `"content":[{"type":"text","text":"hello \"quoted\" <&>\n"}],"structuredContent":{"text":"hello \"quoted\" <&>\n"}`},
-		{"echo empty text", `"name":"echo","arguments":{"text":""}`, `"content":[{"type":"text","text":""}],"structuredContent":{"text":""}`},
-		{"echo matches keys exactly", `"name":"echo","arguments":{"Text":"no","te\u0078t":"yes","TEXT":"no"}`, `"content":[{"type":"text","text":"yes"}],"structuredContent":{"text":"yes"}`},
+		{"echo", `"name":"echo","arguments":{"text":"hello \"quoted\" <&>\n"}`, `"content":[{"type":"text","text":"hello \"quoted\" <&>\n"}]`},
+		{"echo empty text", `"name":"echo","arguments":{"text":""}`, `"content":[{"type":"text","text":""}]`},
+		{"echo matches keys exactly", `"name":"echo","arguments":{"Text":"no","te\u0078t":"yes","TEXT":"no"}`, `"content":[{"type":"text","text":"yes"}]`},
 		{"echo without the exact key", `"name":"echo","arguments":{"Text":"no"}`, catalogToolFailure("Invalid arguments for tool echo: missing required argument(s): text")},
 		{"echo without text", `"name":"echo","arguments":{}`, catalogToolFailure("Invalid arguments for tool echo: missing required argument(s): text")},
 		{"echo number", `"name":"echo","arguments":{"text":5}`, catalogToolFailure(`Invalid arguments: "text" must be a string`)},

@@ -39,7 +39,7 @@ func TestBinarySlowSteadyReaderGetsEveryAnswer(t *testing.T) {
 	inR.Close()
 	outW.Close()
 
-	text := strings.Repeat("x", 180)
+	text := strings.Repeat("x", 380) // answers of about 450 bytes
 	var in strings.Builder
 	in.WriteString(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}` + "\n")
 	in.WriteString(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n")
@@ -80,13 +80,13 @@ func TestBinarySlowSteadyReaderGetsEveryAnswer(t *testing.T) {
 		var m struct {
 			ID     int `json:"id"`
 			Result struct {
-				StructuredContent struct{ Text string } `json:"structuredContent"`
+				Content []struct{ Text string } `json:"content"`
 			} `json:"result"`
 		}
 		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
 			t.Fatalf("line %.100q: %v", sc.Text(), err)
 		}
-		if m.ID > 0 && m.Result.StructuredContent.Text != text {
+		if m.ID > 0 && (len(m.Result.Content) != 1 || m.Result.Content[0].Text != text) {
 			t.Fatalf("answer %d: %.100q", m.ID, sc.Text())
 		}
 		answered[m.ID] = true
