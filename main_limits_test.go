@@ -37,11 +37,10 @@ func TestBinaryBadLimitFlags(t *testing.T) {
 
 // The command sets a soft memory limit of -max-inflight-bytes, 4 ×
 // -max-line-bytes and 16 MiB, on stdio and with -http, unless GOMEMLIMIT is
-// set, and the collector's target 400 unless GOGC is set; it logs both.
+// set; it logs the limit the runtime then has.
 func TestBinarySoftMemoryLimit(t *testing.T) {
 	const want = "bytes=" + "91886080" // 64 MiB + 4 × 2,000,000 + 16 MiB
 	t.Setenv("GOMEMLIMIT", "")
-	t.Setenv("GOGC", "")
 	p := startServer(t, "-log-level", "debug")
 	if status, _ := p.exit(); status != 0 || !strings.Contains(p.stderrText(), `soft memory limit" `+want) {
 		t.Errorf("stdio: exit %d, stderr %s; want the limit %s", status, p.stderrText(), want)
@@ -54,14 +53,6 @@ func TestBinarySoftMemoryLimit(t *testing.T) {
 	p = startServer(t, "-log-level", "debug", "-max-inflight-bytes", "1000", "-max-line-bytes", "100")
 	if status, _ := p.exit(); status != 0 || !strings.Contains(p.stderrText(), `soft memory limit" bytes=16778616`) {
 		t.Errorf("with other flags: exit %d, stderr %s; want the limit 16778616", status, p.stderrText())
-	}
-	if text := p.stderrText(); !strings.Contains(text, "gc_percent=400") {
-		t.Errorf("stderr %s; want the collector's target 400", text)
-	}
-	t.Setenv("GOGC", "150")
-	p = startServer(t, "-log-level", "debug")
-	if status, _ := p.exit(); status != 0 || !strings.Contains(p.stderrText(), "gc_percent=150") {
-		t.Errorf("GOGC=150: exit %d, stderr %s; want the collector's target 150", status, p.stderrText())
 	}
 	t.Setenv("GOMEMLIMIT", "123MiB")
 	h = startHTTPServer(t, "-log-level", "debug")
