@@ -1,0 +1,1 @@
+../conn_outcome.go
