@@ -329,13 +329,22 @@ type Attribute struct{ Key, Value string }
 // the client chose is read from op.Params defensively: a member that is
 // absent or not a string is left out.
 func (op *OperationStart) Conventions() (name string, attrs []Attribute) {
+	return op.conventions(make([]Attribute, 0, 12), true)
+}
+
+// conventions appends op's attributes to attrs, as Conventions does. With
+// full false it appends only those a metric of the operation carries (its
+// method, tool or prompt, protocol version and transport) and the name is
+// the method alone: what a span that is not recorded needs.
+func (op *OperationStart) conventions(attrs []Attribute, full bool) (name string, _ []Attribute) {
 	name, target := op.Method, ""
-	attrs = make([]Attribute, 0, 12)
 	attrs = append(attrs, Attribute{"mcp.method.name", op.Method})
-	if id, ok := decodeString([]byte(op.RequestID)); ok {
-		attrs = append(attrs, Attribute{"jsonrpc.request.id", id})
-	} else if op.RequestID != "" {
-		attrs = append(attrs, Attribute{"jsonrpc.request.id", op.RequestID})
+	if full {
+		if id, ok := decodeString([]byte(op.RequestID)); ok {
+			attrs = append(attrs, Attribute{"jsonrpc.request.id", id})
+		} else if op.RequestID != "" {
+			attrs = append(attrs, Attribute{"jsonrpc.request.id", op.RequestID})
+		}
 	}
 	switch op.Method {
 	case "tools/call":
@@ -347,11 +356,14 @@ func (op *OperationStart) Conventions() (name string, attrs []Attribute) {
 			attrs = append(attrs, Attribute{"gen_ai.prompt.name", target})
 		}
 	case "resources/read", "resources/subscribe", "resources/unsubscribe":
+		if !full {
+			break // not a metric's attribute
+		}
 		if uri := stringMember(op.Params, "uri"); uri != "" {
 			attrs = append(attrs, Attribute{"mcp.resource.uri", uri})
 		}
 	}
-	if target != "" {
+	if target != "" && full {
 		name += " " + target
 	}
 	version := op.ProtocolVersion
@@ -363,14 +375,14 @@ func (op *OperationStart) Conventions() (name string, attrs []Attribute) {
 	if version != "" {
 		attrs = append(attrs, Attribute{"mcp.protocol.version", version})
 	}
-	if op.SessionID != "" {
+	if op.SessionID != "" && full {
 		attrs = append(attrs, Attribute{"mcp.session.id", op.SessionID})
 	}
 	if op.Transport == "" {
 		attrs = append(attrs, Attribute{"network.transport", "pipe"})
 	} else {
 		attrs = append(attrs, Attribute{"network.transport", "tcp"}, Attribute{"network.protocol.name", "http"})
-		if info, _ := TransportInfoFromContext(op.Values); info.ClientAddress != "" {
+		if info, _ := TransportInfoFromContext(op.Values); full && info.ClientAddress != "" {
 			attrs = append(attrs, Attribute{"client.address", info.ClientAddress})
 		}
 	}

@@ -10,7 +10,8 @@ import (
 // BenchmarkObserver is a tools/call round trip through a memory transport
 // (the runtime's typed echo tool, 2026-07-28) with no observer, and with a
 // Telemetry that records spans and metrics (sampled, exported nowhere: the
-// cost of recording, not of a collector). With none the seam is one nil
+// cost of recording, not of a collector), and with one that samples no
+// request (the metrics alone, as for most requests at a small ratio). With none the seam is one nil
 // check per point: compare allocs/op with BenchmarkServeRuntimeEcho on main.
 func BenchmarkObserver(b *testing.B) {
 	for _, tt := range []struct {
@@ -20,6 +21,9 @@ func BenchmarkObserver(b *testing.B) {
 		{"none", func() Observer { return nil }},
 		{"telemetry", func() Observer {
 			return NewTelemetry(TelemetryOptions{SampleRatio: 1, MetricInterval: time.Hour, Logger: slog.New(slog.DiscardHandler)})
+		}},
+		{"telemetry-unsampled", func() Observer {
+			return NewTelemetry(TelemetryOptions{SampleRatio: 0, MetricInterval: time.Hour, Logger: slog.New(slog.DiscardHandler)})
 		}},
 	} {
 		b.Run(tt.name, func(b *testing.B) {

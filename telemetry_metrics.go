@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -113,7 +114,8 @@ func operationMetricKey(key string) bool {
 }
 
 func (m *telemetryMetrics) operation(s *telemetrySpan) {
-	attrs := make([]telemetryAttr, 0, 8)
+	var room [12]telemetryAttr
+	attrs := room[:0]
 	for _, a := range s.attrs {
 		if operationMetricKey(a.key) {
 			attrs = append(attrs, a)
@@ -128,7 +130,8 @@ func (m *telemetryMetrics) operation(s *telemetrySpan) {
 // give mcp.server.session.duration: error.type (only when it ended on an
 // error), mcp.protocol.version, network.transport and network.protocol.name.
 func (m *telemetryMetrics) session(s SessionInfo, seconds float64) {
-	attrs := make([]telemetryAttr, 0, 4)
+	var room [4]telemetryAttr
+	attrs := room[:0]
 	if s.ErrorType != "" {
 		attrs = append(attrs, telemetryAttr{key: "error.type", value: s.ErrorType})
 	}
@@ -147,44 +150,56 @@ func (m *telemetryMetrics) session(s SessionInfo, seconds float64) {
 
 func (m *telemetryMetrics) refused(reason string) {
 	m.mu.Lock()
-	m.refusals.add([]telemetryAttr{stringAttr("reason", reason)}, 1)
+	attrs := [1]telemetryAttr{stringAttr("reason", reason)}
+	m.refusals.add(attrs[:], 1)
 	m.mu.Unlock()
 }
 
-// seriesKey is the identity of an attribute set.
-func seriesKey(attrs []telemetryAttr) string {
-	sort.Slice(attrs, func(i, j int) bool { return attrs[i].key < attrs[j].key })
-	var b strings.Builder
-	for _, a := range attrs {
-		b.WriteString(a.key)
-		b.WriteByte(0)
-		b.WriteString(a.value)
-		b.WriteByte(0)
+// appendSeriesKey sorts attrs by key and appends their identity to dst:
+// each key and value, each followed by a zero byte. A caller looks a series
+// up with the key in a buffer of its own (m[string(b)] does not allocate)
+// and makes a string of it only for a new series.
+func appendSeriesKey(dst []byte, attrs []telemetryAttr) []byte {
+	for i := 1; i < len(attrs); i++ { // insertion sort: a few attributes
+		for j := i; j > 0 && attrs[j].key < attrs[j-1].key; j-- {
+			attrs[j], attrs[j-1] = attrs[j-1], attrs[j]
+		}
 	}
-	return b.String()
+	for _, a := range attrs {
+		dst = append(dst, a.key...)
+		dst = append(dst, 0)
+		dst = append(dst, a.value...)
+		dst = append(dst, 0)
+	}
+	return dst
 }
+
+// seriesKeyBuffer is the room a series key usually needs.
+type seriesKeyBuffer [256]byte
 
 func overflowAttrs() []telemetryAttr {
 	return []telemetryAttr{{key: "otel.metric.overflow", value: "true"}}
 }
 
-// record adds one observation; the caller holds the metrics' lock.
+// record adds one observation; the caller holds the metrics' lock. A new
+// series keeps a copy of attrs.
 func (h *histogramInstrument) record(attrs []telemetryAttr, v float64) {
-	key := seriesKey(attrs)
-	s := h.series[key]
+	var buf seriesKeyBuffer
+	key := appendSeriesKey(buf[:0], attrs)
+	s := h.series[string(key)]
 	if s == nil {
 		if h.series == nil {
 			h.series = make(map[string]*histogramSeries)
 		}
 		if len(h.series) >= maxSeries {
 			attrs = overflowAttrs()
-			key = seriesKey(attrs)
-			s = h.series[key]
+			key = appendSeriesKey(buf[:0], attrs)
+			s = h.series[string(key)]
 		}
 		if s == nil {
-			s = &histogramSeries{attrs: attrs, min: v, max: v}
-			h.series[key] = s
-			h.order = append(h.order, key)
+			s = &histogramSeries{attrs: slices.Clone(attrs), min: v, max: v}
+			h.series[string(key)] = s
+			h.order = append(h.order, string(key))
 		}
 	}
 	bounds := durationBuckets()
@@ -195,23 +210,25 @@ func (h *histogramInstrument) record(attrs []telemetryAttr, v float64) {
 	s.min, s.max = math.Min(s.min, v), math.Max(s.max, v)
 }
 
-// add adds n; the caller holds the metrics' lock.
+// add adds n; the caller holds the metrics' lock. A new series keeps a
+// copy of attrs.
 func (c *counterInstrument) add(attrs []telemetryAttr, n uint64) {
-	key := seriesKey(attrs)
-	s := c.values[key]
+	var buf seriesKeyBuffer
+	key := appendSeriesKey(buf[:0], attrs)
+	s := c.values[string(key)]
 	if s == nil {
 		if c.values == nil {
 			c.values = make(map[string]*counterSeries)
 		}
 		if len(c.values) >= maxSeries {
 			attrs = overflowAttrs()
-			key = seriesKey(attrs)
-			s = c.values[key]
+			key = appendSeriesKey(buf[:0], attrs)
+			s = c.values[string(key)]
 		}
 		if s == nil {
-			s = &counterSeries{attrs: attrs}
-			c.values[key] = s
-			c.order = append(c.order, key)
+			s = &counterSeries{attrs: slices.Clone(attrs)}
+			c.values[string(key)] = s
+			c.order = append(c.order, string(key))
 		}
 	}
 	s.value += n

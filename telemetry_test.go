@@ -4,6 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -395,5 +399,60 @@ func TestTelemetryTaskRunIsALinkedSpan(t *testing.T) {
 	}
 	if run.TraceID == testTraceID || run.ParentSpanID != "" || len(run.Links) != 1 || run.Links[0].SpanID != call.SpanID || run.Links[0].TraceID != call.TraceID {
 		t.Errorf("the task's run is not a root span linked to the call's: %+v (call %+v)", run, call)
+	}
+}
+
+// A request whose span is not recorded (not sampled) still counts in the
+// operation metrics with the same attributes as a recorded one: the two
+// telemetries' /metrics list the same operation series and counts.
+func TestTelemetryUnsampledRequestsKeepTheirMetrics(t *testing.T) {
+	seriesOf := func(opts TelemetryOptions) []string {
+		opts.MetricInterval, opts.Logger = time.Hour, slog.New(slog.DiscardHandler)
+		tel := NewTelemetry(opts)
+		t.Cleanup(func() { tel.Shutdown(context.Background()) })
+		client := memorySession(t, telemetryRuntime(t, nil), Options{Observer: tel})
+		for _, line := range []string{
+			`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"greet","arguments":{}}}`,
+			`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"fail","arguments":{}}}`,
+			`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"missing","arguments":{}}}`,
+			`{"jsonrpc":"2.0","id":4,"method":"ping"}`,
+		} {
+			telSend(t, client, line)
+			for res := telReceive(t, client); res["id"] == nil; res = telReceive(t, client) {
+			}
+		}
+		w := httptest.NewRecorder()
+		tel.MetricsHandler().ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+		var series []string
+		for line := range strings.Lines(w.Body.String()) {
+			if strings.HasPrefix(line, "mcp_server_operation_duration_seconds_count") {
+				series = append(series, strings.TrimSpace(line))
+			}
+		}
+		return series
+	}
+	recorded := seriesOf(TelemetryOptions{SampleRatio: 1})
+	unrecorded := seriesOf(TelemetryOptions{SampleRatio: 0})
+	if len(recorded) != 5 || !slices.Equal(recorded, unrecorded) { // initialize and the four
+		t.Errorf("operation series, every span recorded:\n%s\nnone recorded:\n%s", strings.Join(recorded, "\n"), strings.Join(unrecorded, "\n"))
+	}
+}
+
+// Under a request that is not recorded, StartSpan makes no span: it returns
+// its context as is and a nil Span; under a recorded one it makes a child.
+func TestStartSpanUnderAnUnsampledRequest(t *testing.T) {
+	for _, tt := range []struct {
+		ratio     float64
+		wantChild bool
+	}{{0, false}, {1, true}} {
+		tel := NewTelemetry(TelemetryOptions{SampleRatio: tt.ratio, MetricInterval: time.Hour, Logger: slog.New(slog.DiscardHandler)})
+		op := &OperationStart{Method: "tools/call", RequestID: "1", Values: context.Background(), Received: time.Now(), Params: []byte(`{"name":"echo"}`)}
+		ctx := ContextWithOperationSpan(context.Background(), tel.StartOperation(op))
+		got, span := StartSpan(ctx, "child")
+		if (span != nil) != tt.wantChild || (got != ctx) != tt.wantChild {
+			t.Errorf("ratio %v: span %v, new context %v; want a child: %v", tt.ratio, span != nil, got != ctx, tt.wantChild)
+		}
+		span.End(nil)
+		tel.Shutdown(context.Background())
 	}
 }

@@ -195,13 +195,27 @@ func (s *telemetrySpan) resolveOperation() {
 			links = append(links, header)
 		}
 	}
-	name, conv := op.Conventions()
+	s.t.initSpan(s, op.Method, parent, hasParent)
+	// A span that is not recorded needs only what its metric carries.
+	var room [12]Attribute
+	recorded := s.sc.Sampled()
+	name, conv := op.conventions(room[:0], recorded)
+	if recorded {
+		s.name = spanName(name)
+	}
 	attrs := make([]telemetryAttr, len(conv), len(conv)+4)
 	for i, a := range conv {
 		attrs[i] = stringAttr(a.Key, a.Value)
 	}
-	s.t.initSpan(s, name, parent, hasParent)
 	s.attrs, s.links, s.baggage = attrs, links, tc.Baggage
+}
+
+// spanName is name cut to maxAttributeLength bytes.
+func spanName(name string) string {
+	if len(name) > maxAttributeLength {
+		return name[:maxAttributeLength]
+	}
+	return name
 }
 
 // newSpan starts a span under parent (a root when !hasParent), sampled as
@@ -215,10 +229,7 @@ func (t *Telemetry) newSpan(name string, kind int, parent SpanContext, hasParent
 // initSpan gives s its name, its ids under parent (a new trace when
 // !hasParent) and its sampling decision.
 func (t *Telemetry) initSpan(s *telemetrySpan, name string, parent SpanContext, hasParent bool) {
-	if len(name) > maxAttributeLength {
-		name = name[:maxAttributeLength]
-	}
-	s.name = name
+	s.name = spanName(name)
 	if hasParent {
 		s.sc.TraceID, s.sc.TraceState, s.parent = parent.TraceID, parent.TraceState, parent.SpanID
 	} else {
@@ -345,15 +356,19 @@ type Span struct{ s *telemetrySpan }
 
 // StartSpan starts an INTERNAL span named name as a child of the span ctx
 // carries (a request's, or another Span's) and returns a context carrying
-// the new span. When ctx carries no span of a Telemetry, the returned Span
-// is nil, whose methods do nothing, and ctx is returned as is: no
-// allocation.
+// the new span. When ctx carries no span of a Telemetry, or one that is not
+// recorded (not sampled, so neither would its children be), the returned
+// Span is nil, whose methods do nothing, and ctx is returned as is: no
+// allocation. What the handler sends then carries the request's span.
 func StartSpan(ctx context.Context, name string) (context.Context, *Span) {
 	parent, ok := operationSpanFromContext(ctx).(*telemetrySpan)
 	if !ok {
 		return ctx, nil
 	}
 	parent.resolve()
+	if !parent.sc.Sampled() {
+		return ctx, nil
+	}
 	s := parent.t.newSpan(name, spanKindInternal, parent.sc, true, time.Now())
 	s.sc.Flags = parent.sc.Flags
 	return ContextWithOperationSpan(ctx, s), &Span{s: s}
