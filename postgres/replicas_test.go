@@ -178,6 +178,80 @@ func TestReplicas(t *testing.T) {
 			}
 		}
 	})
+
+	// An initialize-era session lives in the memory of the replica that
+	// answered its initialize: the proxy's stick table sends every later
+	// request of the session there (round-robin would send two of three
+	// elsewhere, which answer 404). When that replica dies, the session is
+	// gone: its next request is answered 404 by another replica, and a new
+	// initialize starts a new session (README: "Several replicas").
+	t.Run("a session pinned to its replica, and gone with it", func(t *testing.T) {
+		const ping = `{"jsonrpc":"2.0","id":2,"method":"ping"}`
+		status, sid := set.sessionPost(t, set.proxy, "", sessionInitialize)
+		if status != http.StatusOK || sid == "" {
+			t.Fatalf("initialize through the proxy: HTTP %d, session %q", status, sid)
+		}
+		if status, _ := set.sessionPost(t, set.proxy, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); status != http.StatusAccepted {
+			t.Fatalf("notifications/initialized: HTTP %d", status)
+		}
+		for i := range 9 {
+			if status, _ := set.sessionPost(t, set.proxy, sid, ping); status != http.StatusOK {
+				t.Fatalf("ping %d of the session through the proxy: HTTP %d, want 200 from its replica", i, status)
+			}
+		}
+		owner := -1
+		for i := range 3 {
+			if set.running(i) {
+				if status, _ := set.sessionPost(t, set.url(i), sid, ping); status == http.StatusOK {
+					owner = i
+				}
+			}
+		}
+		if owner < 0 {
+			t.Fatal("no replica knows the session")
+		}
+		set.stop(owner, syscall.SIGKILL)
+		if status, _ := set.sessionPost(t, set.proxy, sid, ping); status != http.StatusNotFound {
+			t.Fatalf("a ping of the session after %s died: HTTP %d, want 404", set.name(owner), status)
+		}
+		if status, again := set.sessionPost(t, set.proxy, "", sessionInitialize); status != http.StatusOK || again == "" || again == sid {
+			t.Fatalf("a new initialize after %s died: HTTP %d, session %q", set.name(owner), status, again)
+		}
+	})
+}
+
+// sessionInitialize opens a 2025-11-25 session.
+const sessionInitialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"replicas-test","version":"1"}}}`
+
+// sessionPost posts an initialize-era message of session sid (none for
+// initialize) to url and returns the HTTP status and the Mcp-Session-Id of
+// the answer; a request that reaches no server is status 0.
+func (s *replicaSet) sessionPost(t *testing.T, url, sid, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if sid != "" {
+		req.Header.Set("Mcp-Session-Id", sid)
+		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return 0, ""
+	}
+	defer resp.Body.Close()
+	io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode, resp.Header.Get("Mcp-Session-Id")
+}
+
+// running reports whether replica i runs.
+func (s *replicaSet) running(i int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.procs[i] != nil
 }
 
 // replicaLease is the -task-lease of the test's replicas: short, so that
