@@ -157,6 +157,7 @@ func TestReplicas(t *testing.T) {
 		asking := set.createTask(t, set.url(0), "confirm_delete", `{"filename":"b.txt"}`)
 		set.awaitRow(t, running, "running", func(r observedRow) bool { return r.held > 0 })
 		set.awaitRow(t, asking, "input_required", func(r observedRow) bool { return r.status == TaskInputRequired })
+		down := set.proxyLog.seen("Server replicas/a is DOWN")
 		killed := time.Now()
 		set.stop(0, syscall.SIGKILL)
 		for _, id := range []string{running, asking} {
@@ -168,6 +169,14 @@ func TestReplicas(t *testing.T) {
 			if w.Status != TaskFailed || w.Error == nil || !strings.Contains(w.StatusMessage, "stopped: its lease expired") {
 				t.Fatalf("tasks/get through the proxy = %+v, want failed saying A's lease expired", w)
 			}
+		}
+		// The health checks take A out (three failed checks a second
+		// apart), so the proxy stops sending it requests.
+		select {
+		case <-down:
+			t.Logf("measure: HAProxy's health checks had taken A out by %v after kill -9", time.Since(killed).Round(time.Millisecond))
+		case <-time.After(30 * time.Second):
+			t.Fatalf("HAProxy did not report A down; its output:\n%s", set.proxyLog.String())
 		}
 		// B and C serve on, through the proxy too (a request sent to the
 		// dead A is redispatched).
@@ -267,8 +276,11 @@ type replicaSet struct {
 	table   string
 	keyFile string
 	proxy   string // the MCP URL through HAProxy
-	db      *pgx.Conn
-	client  *http.Client
+	// proxyLog is HAProxy's output, where it reports the health checks'
+	// verdicts.
+	proxyLog *proxyOutput
+	db       *pgx.Conn
+	client   *http.Client
 
 	mu    sync.Mutex
 	procs [3]*exec.Cmd
@@ -332,8 +344,8 @@ func startReplicaSet(t *testing.T) *replicaSet {
 	cmd := exec.Command(haproxy, "-db", "-f", "../testdata/haproxy-replicas/haproxy.cfg")
 	cmd.ExtraFiles = []*os.File{lnFile}
 	cmd.Env = append(os.Environ(), "MCP_PROXY_BIND=fd@3", "MCP_REPLICA_A="+set.addrs[0], "MCP_REPLICA_B="+set.addrs[1], "MCP_REPLICA_C="+set.addrs[2])
-	var proxyLog bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &proxyLog, &proxyLog
+	set.proxyLog = &proxyOutput{}
+	cmd.Stdout, cmd.Stderr = set.proxyLog, set.proxyLog
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -343,7 +355,7 @@ func startReplicaSet(t *testing.T) *replicaSet {
 		cmd.Process.Kill()
 		cmd.Wait()
 		if t.Failed() {
-			t.Logf("haproxy's log:\n%s", proxyLog.String())
+			t.Logf("haproxy's log:\n%s", set.proxyLog.String())
 		}
 	})
 	return set
@@ -631,4 +643,47 @@ func waitForFrame(t *testing.T, frames <-chan string, parts ...string) string {
 			t.Fatalf("no frame with %q within a minute", parts)
 		}
 	}
+}
+
+// proxyOutput keeps HAProxy's output and tells a test when a line it waits
+// for appears. Written by the command's copying goroutine, read by tests.
+type proxyOutput struct {
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	watches map[string]chan struct{}
+}
+
+func (o *proxyOutput) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.buf.Write(p)
+	for text, ch := range o.watches {
+		if bytes.Contains(o.buf.Bytes(), []byte(text)) {
+			close(ch)
+			delete(o.watches, text)
+		}
+	}
+	return len(p), nil
+}
+
+// seen returns a channel closed once the output holds text.
+func (o *proxyOutput) seen(text string) <-chan struct{} {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	ch := make(chan struct{})
+	if bytes.Contains(o.buf.Bytes(), []byte(text)) {
+		close(ch)
+		return ch
+	}
+	if o.watches == nil {
+		o.watches = make(map[string]chan struct{})
+	}
+	o.watches[text] = ch
+	return ch
+}
+
+func (o *proxyOutput) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.buf.String()
 }
