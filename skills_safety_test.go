@@ -2,11 +2,14 @@ package main
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
+	"testing/fstest"
 )
 
 // TestSkillsEscapes tries every way out of the skills root: dot segments
@@ -142,5 +145,52 @@ func TestSkillPathOf(t *testing.T) {
 				t.Errorf("skillURI(%q) = %q, want %q", p, back, tt.uri)
 			}
 		}
+	}
+}
+
+// growingFS is fsys with one file, name, that grows while it is read: it
+// opens with the size fsys gives it, and its reads never end.
+type growingFS struct {
+	fstest.MapFS
+	name string
+}
+
+func (g growingFS) Open(name string) (fs.File, error) {
+	f, err := g.MapFS.Open(name)
+	if err != nil || name != g.name {
+		return f, err
+	}
+	return growingFile{f}, nil
+}
+
+type growingFile struct{ fs.File }
+
+func (growingFile) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = 'x'
+	}
+	return len(p), nil
+}
+
+// A file that grows while it is read is refused once it passes the limit
+// (or cut at the limit when a prefix is asked for): what is read of it is
+// bounded by the limit, whatever it grows to.
+func TestReadSkillFileBoundedWhileTheFileGrows(t *testing.T) {
+	const limit = 1 << 20
+	fsys := growingFS{MapFS: fstest.MapFS{"s/data.bin": {Data: make([]byte, 100)}}, name: "s/data.bin"}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := readSkillFile(fsys, "s/data.bin", limit, false)
+	runtime.ReadMemStats(&after)
+	if err == nil || !strings.Contains(err.Error(), "grew over the 1048576-byte limit") {
+		t.Fatalf("reading a growing file: %v", err)
+	}
+	// A buffer that doubles up to limit+1 bytes allocates less than 4 ×
+	// limit in all.
+	if got := after.TotalAlloc - before.TotalAlloc; got > 5*limit {
+		t.Errorf("reading a growing file with a %d-byte limit allocated %d bytes", limit, got)
+	}
+	if data, err := readSkillFile(fsys, "s/data.bin", limit, true); err != nil || len(data) != limit {
+		t.Errorf("its prefix: %d bytes, %v; want %d", len(data), err, limit)
 	}
 }
