@@ -181,27 +181,37 @@ func overflowAttrs() []telemetryAttr {
 	return []telemetryAttr{{key: "otel.metric.overflow", value: "true"}}
 }
 
-// record adds one observation; the caller holds the metrics' lock. A new
-// series keeps a copy of attrs.
-func (h *histogramInstrument) record(attrs []telemetryAttr, v float64) {
+// seriesIn returns the series of attrs in *m, the caller holding the
+// metrics' lock: an existing one, found without allocating, or a new one
+// that create makes from a copy of attrs, its key appended to *order; once
+// *m holds maxSeries series, the overflow series.
+func seriesIn[S any](m *map[string]*S, order *[]string, attrs []telemetryAttr, create func(attrs []telemetryAttr) *S) *S {
 	var buf seriesKeyBuffer
 	key := appendSeriesKey(buf[:0], attrs)
-	s := h.series[string(key)]
-	if s == nil {
-		if h.series == nil {
-			h.series = make(map[string]*histogramSeries)
-		}
-		if len(h.series) >= maxSeries {
-			attrs = overflowAttrs()
-			key = appendSeriesKey(buf[:0], attrs)
-			s = h.series[string(key)]
-		}
-		if s == nil {
-			s = &histogramSeries{attrs: slices.Clone(attrs), min: v, max: v}
-			h.series[string(key)] = s
-			h.order = append(h.order, string(key))
+	if s := (*m)[string(key)]; s != nil {
+		return s
+	}
+	if *m == nil {
+		*m = make(map[string]*S)
+	}
+	if len(*m) >= maxSeries {
+		attrs = overflowAttrs()
+		key = appendSeriesKey(buf[:0], attrs)
+		if s := (*m)[string(key)]; s != nil {
+			return s
 		}
 	}
+	s, k := create(slices.Clone(attrs)), string(key)
+	(*m)[k] = s
+	*order = append(*order, k)
+	return s
+}
+
+// record adds one observation; the caller holds the metrics' lock.
+func (h *histogramInstrument) record(attrs []telemetryAttr, v float64) {
+	s := seriesIn(&h.series, &h.order, attrs, func(attrs []telemetryAttr) *histogramSeries {
+		return &histogramSeries{attrs: attrs, min: v, max: v}
+	})
 	bounds := durationBuckets()
 	i := sort.SearchFloat64s(bounds[:], v) // first bound >= v: buckets are (prev, bound]
 	s.counts[i]++
@@ -210,27 +220,11 @@ func (h *histogramInstrument) record(attrs []telemetryAttr, v float64) {
 	s.min, s.max = math.Min(s.min, v), math.Max(s.max, v)
 }
 
-// add adds n; the caller holds the metrics' lock. A new series keeps a
-// copy of attrs.
+// add adds n; the caller holds the metrics' lock.
 func (c *counterInstrument) add(attrs []telemetryAttr, n uint64) {
-	var buf seriesKeyBuffer
-	key := appendSeriesKey(buf[:0], attrs)
-	s := c.values[string(key)]
-	if s == nil {
-		if c.values == nil {
-			c.values = make(map[string]*counterSeries)
-		}
-		if len(c.values) >= maxSeries {
-			attrs = overflowAttrs()
-			key = appendSeriesKey(buf[:0], attrs)
-			s = c.values[string(key)]
-		}
-		if s == nil {
-			s = &counterSeries{attrs: slices.Clone(attrs)}
-			c.values[string(key)] = s
-			c.order = append(c.order, string(key))
-		}
-	}
+	s := seriesIn(&c.values, &c.order, attrs, func(attrs []telemetryAttr) *counterSeries {
+		return &counterSeries{attrs: attrs}
+	})
 	s.value += n
 }
 
