@@ -154,6 +154,10 @@ type connection struct {
 	heldBytes    int
 	initializing int // admitted initialize requests not finished
 
+	// spare is an answered inline request's record, which the next message
+	// takes instead of an allocation (see recycle).
+	spare *runtimeExecution
+
 	outgoing    map[string]*outgoingRequest // server-to-client requests by canonical id
 	outgoingSeq uint64
 	subs        map[string]*subscription // open listen streams by canonical id
@@ -259,9 +263,13 @@ type execution struct {
 	span      OperationSpan
 	spanEnded bool
 	// inline is set by the owner before an inline request runs (see
-	// conn_inline.go), and notes keeps what its handler sends meanwhile.
+	// conn_inline.go), and notes keeps what its handler sends meanwhile
+	// when it has no side record.
 	inline bool
 	notes  inlineNotes
+	// own is the record newExecution allocated ex in, which the connection
+	// may recycle; nil for a record of the transport's (message.space).
+	own *runtimeExecution
 }
 
 // runtimeExecution is an execution with room for the record a
@@ -277,16 +285,34 @@ type runtimeExecution struct {
 // one.
 func (c *connection) newExecution(space *runtimeExecution) *execution {
 	_, fast := c.dispatcher.(fastPathDispatcher)
+	var own *runtimeExecution
 	switch {
 	case space == nil && !fast:
 		return new(execution)
+	case space == nil && c.spare != nil:
+		own, c.spare = c.spare, nil
+		*own = runtimeExecution{}
 	case space == nil:
-		space = new(runtimeExecution)
+		own = new(runtimeExecution)
+	}
+	if own != nil {
+		space = own
+		space.own = own
 	}
 	if fast {
 		space.req.handlerSpace = &space.handlerSpace
 	}
 	return &space.execution
+}
+
+// recycle keeps ex's record for the connection's next message, when
+// newExecution allocated it. The caller has answered ex, an inline request:
+// nothing holds the record any more, as its handler was given only what is
+// in its side record (inlineSide), and the executor never had it.
+func (c *connection) recycle(ex *execution) {
+	if ex.own != nil && !ex.own.handlerSpace.claimed.Load() {
+		c.spare = ex.own
+	}
 }
 
 // workResult is what a worker hands back through the executor.

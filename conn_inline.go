@@ -41,6 +41,20 @@ var ErrInlineRequest = errors.New("mcpstdio: an inline tool cannot send requests
 // maxInlineNotifications.
 var errInlineNotifications = fmt.Errorf("mcpstdio: an inline tool sends at most %d notifications", maxInlineNotifications)
 
+// inlineSide is what the handler of an inline request can keep past its
+// return: its context, its Peer and the space of its HandlerRequest. It is
+// allocated apart from the execution when the connection will reuse the
+// execution's record for its next message (see connection.recycle), so
+// that a handler that kept any of these still finds them as it left them:
+// the context cancelled, the HandlerRequest unchanged, the Peer failing
+// with ErrRequestEnded.
+type inlineSide struct {
+	ctx   jobContext
+	peer  requestPeer
+	notes inlineNotes
+	space handlerRequestSpace
+}
+
 // inlineNotes holds the notification frames an inline handler sent, written
 // by the owner before the request's answer. The handler may send from
 // goroutines of its own while it runs, hence the lock.
@@ -74,6 +88,13 @@ func (n *inlineNotes) take() [][]byte {
 	return frames
 }
 
+// ended reports whether the handler returned.
+func (n *inlineNotes) ended() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.taken
+}
+
 // servedInline reports whether ex, admitted and ready to submit, is a
 // request its dispatcher serves without blocking.
 func (c *connection) servedInline(ex *execution) bool {
@@ -83,9 +104,21 @@ func (c *connection) servedInline(ex *execution) bool {
 
 // runInline runs ex on the owner and answers it, after the notifications
 // its handler sent. A panic that escapes the dispatcher is answered as a
-// failed worker's would be.
+// failed worker's would be. An execution in a record of the connection's
+// own gives its handler a side record (inlineSide) and is recycled once
+// answered.
 func (c *connection) runInline(ex *execution) error {
 	ex.inline = true
+	ctx, peer, notes := &ex.job.ctx, &ex.peer, &ex.notes
+	if ex.own != nil {
+		side := new(inlineSide)
+		side.ctx.values = ex.job.ctx.values
+		ctx, peer, notes = &side.ctx, &side.peer, &side.notes
+		if ex.req.handlerSpace != nil {
+			ex.req.handlerSpace = &side.space
+		}
+	}
+	*peer = requestPeer{calls: c.calls, done: c.done, inline: notes}
 	o := Outcome{Kind: OutcomeCompleted}
 	func() {
 		defer func() {
@@ -93,26 +126,29 @@ func (c *connection) runInline(ex *execution) error {
 				o = Outcome{Kind: OutcomeFailed, Panic: p}
 			}
 		}()
-		ex.execute(&ex.job.ctx)
+		ex.result = serveEnvelope(ex.observedContext(ctx), c.dispatcher, &ex.req, ex.env, ex.id, peer)
 	}()
-	ex.ended.Store(true) // a Peer kept past the return fails with ErrRequestEnded
-	ex.job.ctx.cancel(context.Canceled)
-	for _, frame := range ex.notes.take() {
+	// From here a Peer kept past the return fails with ErrRequestEnded.
+	ctx.cancel(context.Canceled)
+	for _, frame := range notes.take() {
 		if err := c.send(ex.route, frame, nil); err != nil {
 			return err
 		}
 	}
-	return c.settle(ex, o)
+	err := c.settle(ex, o)
+	c.recycle(ex)
+	return err
 }
 
-// callInline is requestPeer.call for an inline request: a notification
-// waits in the execution for the owner, a request to the client fails.
-func (p *requestPeer) callInline(call *peerCall) ([]byte, error) {
-	switch {
-	case p.ex.ended.Load():
-		return nil, ErrRequestEnded
-	case call.frame == nil:
+// call is requestPeer.call for an inline request: a notification waits in
+// n for the owner, a request to the client fails, and so does anything once
+// the handler returned.
+func (n *inlineNotes) call(call *peerCall) ([]byte, error) {
+	if call.frame == nil {
+		if n.ended() {
+			return nil, ErrRequestEnded
+		}
 		return nil, ErrInlineRequest
 	}
-	return nil, p.ex.notes.add(call.frame)
+	return nil, n.add(call.frame)
 }

@@ -104,15 +104,15 @@ func TestInlineToolNotificationsPrecedeItsAnswer(t *testing.T) {
 // The Peer of an inline request refuses requests to the client: their
 // answer would have to come through the owner running the handler.
 func TestInlinePeerRefusesClientRequests(t *testing.T) {
-	ex := &execution{inline: true}
-	p := &requestPeer{ex: ex}
+	side := &inlineSide{}
+	p := &requestPeer{inline: &side.notes}
 	if _, err := p.Request(context.Background(), "sampling/createMessage", json.RawMessage(`{}`)); !errors.Is(err, ErrInlineRequest) {
 		t.Fatalf("Request: %v, want ErrInlineRequest", err)
 	}
 	if err := p.Notify(context.Background(), "notifications/message", json.RawMessage(`{}`)); err != nil {
 		t.Fatalf("Notify while running: %v", err)
 	}
-	if frames := ex.notes.take(); len(frames) != 1 {
+	if frames := side.notes.take(); len(frames) != 1 {
 		t.Fatalf("kept %d frames, want 1", len(frames))
 	}
 	if err := p.Notify(context.Background(), "notifications/message", json.RawMessage(`{}`)); !errors.Is(err, ErrRequestEnded) {
@@ -146,5 +146,94 @@ func TestInlineOnlyForInlineTools(t *testing.T) {
 		if got := rt.servesInline(tt.method, []byte(tt.params)); got != tt.want {
 			t.Errorf("servesInline(%s, %s) = %v, want %v", tt.method, tt.params, got, tt.want)
 		}
+	}
+}
+
+// The connection reuses an inline request's execution record for its next
+// message, but what the handler was given is apart from it: a handler that
+// keeps its context, HandlerRequest and Peer finds them as it left them
+// while the next inline call runs in the reused record, and after it: the
+// context cancelled, the request's fields unchanged, the Peer ended.
+func TestInlineHandlerKeepsWhatItWasGiven(t *testing.T) {
+	type keptCall struct {
+		ctx context.Context
+		req *HandlerRequest
+	}
+	kept := make(chan keptCall, 1)
+	second, looked := make(chan struct{}), make(chan struct{})
+	rt := newTestRuntime(t, RuntimeOptions{ServerInfo: Implementation{Name: "t", Version: "1"}})
+	err := rt.AddTool(Tool{Name: "keeper", Inline: true}, func(ctx context.Context, req *HandlerRequest) (*ToolResult, error) {
+		var args struct{ N int }
+		if err := req.Bind(&args); err != nil {
+			return nil, err
+		}
+		if args.N == 1 {
+			kept <- keptCall{ctx, req}
+		} else {
+			close(second) // the first call's keeper looks while this one runs
+			<-looked
+		}
+		return &ToolResult{Content: []Content{TextContent("kept")}}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(id, n int) string {
+		return `{"jsonrpc":"2.0","id":` + strconv.Itoa(id) + `,"method":"tools/call","params":{"name":"keeper","arguments":{"N":` + strconv.Itoa(n) + `},` + inlineMeta + `,"io.modelcontextprotocol/logLevel":"debug"}}}`
+	}
+	h := startHarnessWith(t, Options{}, rt)
+	h.expectAnswer(call(1, 1), toolAnswer(1, "kept"))
+	first := waitFor(t, kept, "the first call's request")
+	check := func(when string) {
+		t.Helper()
+		if err := first.ctx.Err(); !errors.Is(err, context.Canceled) {
+			t.Errorf("%s: the kept context's Err is %v, want context.Canceled", when, err)
+		}
+		select {
+		case <-first.ctx.Done():
+		default:
+			t.Errorf("%s: the kept context is not done", when)
+		}
+		if got, want := string(first.req.Arguments), `{"N":1}`; first.req.Name != "keeper" || got != want {
+			t.Errorf("%s: the kept request is %s%s, want keeper%s", when, first.req.Name, got, want)
+		}
+		if err := first.req.Log(context.Background(), "info", "keeper", "late"); !errors.Is(err, ErrRequestEnded) {
+			t.Errorf("%s: Log through the kept request: %v, want ErrRequestEnded", when, err)
+		}
+	}
+	h.send(call(2, 2))
+	waitFor(t, second, "the second call")
+	check("while the next inline call runs")
+	close(looked)
+	h.expect(toolAnswer(2, "kept"))
+	check("after it")
+	h.noFramesLeft()
+}
+
+// recycle keeps an answered inline request's record and the next message's
+// execution takes it; a record of the transport's (message.space) is never
+// kept.
+func TestInlineRecordIsReused(t *testing.T) {
+	rt := inlineRuntime(t, make(chan struct{}, 1), make(chan struct{}))
+	c := &connection{connConfig: connConfig{dispatcher: rt}}
+	ex := c.newExecution(nil)
+	if ex.own == nil || ex.req.handlerSpace != &ex.own.handlerSpace {
+		t.Fatal("newExecution did not allocate a record of the connection's own")
+	}
+	c.recycle(ex)
+	if next := c.newExecution(nil); next != ex || c.spare != nil {
+		t.Fatalf("the next execution is %p (spare %p), want the recycled record %p", next, c.spare, ex)
+	}
+	space := new(runtimeExecution)
+	ex = c.newExecution(space)
+	c.recycle(ex)
+	if ex.own != nil || c.spare != nil {
+		t.Fatal("a record of the transport's was kept for reuse")
+	}
+	own := c.newExecution(nil)
+	own.own.handlerSpace.claimed.Store(true) // its space was handed to a handler
+	c.recycle(own)
+	if c.spare != nil {
+		t.Fatal("a record whose HandlerRequest space was handed out was kept for reuse")
 	}
 }

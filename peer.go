@@ -26,7 +26,10 @@ var ErrNoClientInput = errors.New("mcpstdio: client input ended; no response can
 type requestPeer struct {
 	calls chan<- *peerCall
 	done  <-chan struct{} // closed when the connection ends
-	ex    *execution      // identity only: never read outside the owner
+	ex    *execution      // identity only: never read outside the owner; nil for an inline request
+	// inline keeps the notifications of an inline request (conn_inline.go),
+	// nil for any other: its calls never reach the owner.
+	inline *inlineNotes
 }
 
 // peerCall is a notification frame to write, or a server-to-client request
@@ -69,8 +72,8 @@ func (p *requestPeer) Request(ctx context.Context, method string, params json.Ra
 }
 
 func (p *requestPeer) call(ctx context.Context, call *peerCall) (json.RawMessage, error) {
-	if p.ex.inline {
-		return p.callInline(call)
+	if p.inline != nil {
+		return p.inline.call(call)
 	}
 	if p.ex.ended.Load() {
 		return nil, ErrRequestEnded
