@@ -53,6 +53,14 @@ type inlineSide struct {
 	peer  requestPeer
 	notes inlineNotes
 	space handlerRequestSpace
+	frame frameSpace // the answer frame's buffer, when the outlet lends one
+}
+
+// frameLender is an outlet that lends buffers for answer frames and takes
+// them back (the stdio coordinator, for its direct writer).
+type frameLender interface {
+	lendFrame() []byte
+	takeBackFrame([]byte)
 }
 
 // inlineNotes holds the notification frames an inline handler sent, written
@@ -110,12 +118,19 @@ func (c *connection) servedInline(ex *execution) bool {
 func (c *connection) runInline(ex *execution) error {
 	ex.inline = true
 	ctx, peer, notes := &ex.job.ctx, &ex.peer, &ex.notes
+	var lender frameLender
+	var side *inlineSide
 	if ex.own != nil {
-		side := new(inlineSide)
+		side = new(inlineSide)
 		side.ctx.values = ex.job.ctx.values
 		ctx, peer, notes = &side.ctx, &side.peer, &side.notes
 		if ex.req.handlerSpace != nil {
 			ex.req.handlerSpace = &side.space
+		}
+		// A batch member's frame waits in its batch, not in the writer.
+		if l, ok := c.out.(frameLender); ok && ex.route == nil {
+			lender, side.frame.buf = l, l.lendFrame()
+			ex.req.frameSpace = &side.frame
 		}
 	}
 	*peer = requestPeer{calls: c.calls, done: c.done, inline: notes}
@@ -136,6 +151,12 @@ func (c *connection) runInline(ex *execution) error {
 		}
 	}
 	err := c.settle(ex, o)
+	if lender != nil {
+		// The answer is queued (or was replaced by an error): only the
+		// writer holds the frame's buffer now.
+		lender.takeBackFrame(side.frame.buf)
+		side.frame.buf = nil
+	}
 	c.recycle(ex)
 	return err
 }

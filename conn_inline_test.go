@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -235,5 +236,68 @@ func TestInlineRecordIsReused(t *testing.T) {
 	c.recycle(own)
 	if c.spare != nil {
 		t.Fatal("a record whose HandlerRequest space was handed out was kept for reuse")
+	}
+}
+
+// lendingOutlet is an outlet that lends buffer for each answer frame and
+// records the answers and the buffers it takes back.
+type lendingOutlet struct {
+	buffer    []byte
+	answers   [][]byte
+	takenBack [][]byte
+}
+
+func (o *lendingOutlet) send(route, []byte, chan<- peerReply) error { return nil }
+func (o *lendingOutlet) answer(_ route, f finalFrame) error {
+	o.answers = append(o.answers, f.frame)
+	return nil
+}
+func (o *lendingOutlet) lendFrame() []byte      { return o.buffer }
+func (o *lendingOutlet) takeBackFrame(b []byte) { o.takenBack = append(o.takenBack, b) }
+
+// sameArray reports whether a and b start at the same byte of memory.
+func sameArray(a, b []byte) bool { return cap(a) > 0 && cap(b) > 0 && &a[:1][0] == &b[:1][0] }
+
+// An inline call's answer frame is built in the buffer its outlet lends
+// (or in a new one when that is too small), and that buffer goes back to
+// the outlet once the answer is handed over.
+func TestInlineAnswerBuiltInLentFrame(t *testing.T) {
+	line := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"lent"},` + binMeta2026 + `}}`)
+	for _, tt := range []struct {
+		name   string
+		buffer []byte
+		inLent bool // the answer is built in the lent buffer
+	}{
+		{"room enough", make([]byte, 0, 4096), true},
+		{"too small", make([]byte, 0, 8), false},
+		{"none lent", nil, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			o := &lendingOutlet{buffer: tt.buffer}
+			e, err := NewExecutor(ExecutorOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close()
+			c := newConnection(connConfig{dispatcher: newCatalogRuntime(t), out: o, sub: e.NewSubmitter(), log: quietLogger()})
+			defer c.close()
+			env, err := decodeEnvelope(line)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.onMessage(message{env: env, size: len(line)}); err != nil {
+				t.Fatal(err)
+			}
+			if len(o.answers) != 1 || !bytes.Contains(o.answers[0], []byte(`"text":"lent"`)) {
+				t.Fatalf("answers %q, want one echoing \"lent\"", o.answers)
+			}
+			answer := o.answers[0]
+			if got := sameArray(answer, tt.buffer); got != tt.inLent {
+				t.Errorf("answer built in the lent buffer: %v, want %v", got, tt.inLent)
+			}
+			if len(o.takenBack) != 1 || !sameArray(o.takenBack[0], answer) {
+				t.Errorf("took back %d buffers, want the answer's own", len(o.takenBack))
+			}
+		})
 	}
 }

@@ -81,6 +81,11 @@ func (c *coordinator) answer(_ route, f finalFrame) error {
 	return c.outputFailed(c.writer.queue(f.frame, nil))
 }
 
+// lendFrame and takeBackFrame make the coordinator a frameLender: its
+// writer's frame buffers are reused once written (see frameWriter.lendFrame).
+func (c *coordinator) lendFrame() []byte      { return c.writer.lendFrame() }
+func (c *coordinator) takeBackFrame(b []byte) { c.writer.takeBackFrame(b) }
+
 // serve runs the connection's owner loop (serveConnection) and returns
 // Serve's result.
 func (c *coordinator) serve() error {

@@ -86,6 +86,9 @@ type Request struct {
 	// HandlerRequest the runtime builds for this request, so that it costs
 	// no allocation of its own. See newHandlerRequest.
 	handlerSpace *handlerRequestSpace
+	// frameSpace, when the transport provides it, lends a buffer for the
+	// answer's frame (see startResultFrame).
+	frameSpace *frameSpace
 	// answers, when the transport provides it, admits the bytes of an
 	// answer before the dispatcher builds it (claimAnswer); nil: an
 	// answer is admitted only once it is built.

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"strconv"
+	"sync/atomic"
 )
 
 // Wire messages of the transport itself. Every frame is one JSON object on one
@@ -65,9 +66,28 @@ func resultFrame(id string, result json.RawMessage) []byte {
 // appendASCII leaves it unchanged) and hands the buffer to framedResult, so
 // the transport writes the frame without copying the result again.
 func startResultFrame(req *Request, size int) []byte {
-	frame := make([]byte, 0, resultFrameCap(req, size))
+	need := resultFrameCap(req, size)
+	var frame []byte
+	if s := req.frameSpace; s != nil && s.claimed.CompareAndSwap(false, true) {
+		if cap(s.buf) < need {
+			s.buf = make([]byte, 0, need)
+		}
+		frame = s.buf[:0]
+	} else {
+		frame = make([]byte, 0, need)
+	}
 	frame = appendEnvelopeStart(frame, []byte(req.ID))
 	return append(frame, frameResultKey...)
+}
+
+// frameSpace is a buffer a transport lends for the answer frame of one
+// request, which it takes back once the frame is written. The first
+// startResultFrame of the request claims it (a request dispatched twice
+// gets a buffer of its own the second time); one too small is replaced by
+// a new one, which the transport then takes back instead.
+type frameSpace struct {
+	claimed atomic.Bool
+	buf     []byte
 }
 
 // resultFrameCap is the capacity of the buffer startResultFrame returns for

@@ -287,3 +287,34 @@ func TestDirectWriteToAPipe(t *testing.T) {
 		}
 	})
 }
+
+// Pipelined inline echo calls of mixed sizes over a direct writer, whose
+// frame buffers are lent again once written: every answer carries its own
+// request's id and text (a buffer lent again before its frame was written
+// would put another answer's bytes in it).
+func TestDirectReusedFramesKeepEachAnswer(t *testing.T) {
+	h, _ := startDirectHarness(t, Options{}, newCatalogRuntime(t))
+	sizes := []int{10, 5000, 100, 20000, 1, 300, 40000, 64}
+	const calls = 200
+	texts := make([]string, calls)
+	for i := range calls {
+		texts[i] = strings.Repeat(string(rune('a'+i%26)), sizes[i%len(sizes)])
+		h.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":%q},%s}}`, i, texts[i], binMeta2026))
+	}
+	for i := range calls {
+		var answer struct {
+			ID     int `json:"id"`
+			Result struct {
+				Content []struct{ Text string } `json:"content"`
+			} `json:"result"`
+		}
+		frame := h.next()
+		if err := json.Unmarshal([]byte(frame), &answer); err != nil {
+			t.Fatalf("answer %d: %v: %.200s", i, err, frame)
+		}
+		if answer.ID != i || len(answer.Result.Content) != 1 || answer.Result.Content[0].Text != texts[i] {
+			t.Fatalf("answer %d: %.200s, want id %d echoing its %d-byte text", i, frame, i, len(texts[i]))
+		}
+	}
+	h.noFramesLeft()
+}

@@ -94,6 +94,11 @@ type frameWriter struct {
 	// offsets in the write in flight where its frames end.
 	joined, spare []byte
 	ends          []int
+	// Frame buffers for reuse (direct mode on an output of bytes only; see
+	// lendFrame): spareFrames are free, returning were taken back and are
+	// free once the next write succeeds. Each holds at most
+	// maxSpareFrames, of at most maxSpareFrameBytes each.
+	spareFrames, returning [][]byte
 	// abort is the owner's context's Done channel (see watch): once it is
 	// closed nothing more is written. stopWatch undoes watch.
 	abort     <-chan struct{}
@@ -120,6 +125,13 @@ type frameWriter struct {
 	timer *time.Timer
 	armed bool // set until the firing's event was taken
 }
+
+// maxSpareFrames and maxSpareFrameBytes bound the frame buffers a direct
+// writer keeps for reuse: 8 of up to 32 KiB, 256 KiB at most.
+const (
+	maxSpareFrames     = 8
+	maxSpareFrameBytes = 32 << 10
+)
 
 // directFlushBytes is how many bytes of frames a direct writer lets wait for
 // the owner's flush before queue writes them itself: under a steady load
@@ -375,6 +387,44 @@ func (w *frameWriter) take() []byte {
 	return b
 }
 
+// lendFrame returns a free frame buffer (empty, with room), or nil: only
+// a direct writer to an output of bytes reuses buffers, as nothing else
+// holds a frame once it is written there (an output of messages may keep
+// them). The owner gives it back with takeBackFrame.
+func (w *frameWriter) lendFrame() []byte {
+	n := len(w.spareFrames)
+	if w.deadlines == nil || n == 0 {
+		return nil
+	}
+	b := w.spareFrames[n-1]
+	w.spareFrames[n-1] = nil
+	w.spareFrames = w.spareFrames[:n-1]
+	return b
+}
+
+// takeBackFrame takes b for reuse: a buffer the owner lent to build a frame
+// (or one that replaced it), which no one but the writer holds any more and
+// which may be queued for the next write. It is free once a write that
+// began after this call succeeds, as that write carries every frame queued
+// before it.
+func (w *frameWriter) takeBackFrame(b []byte) {
+	if w.deadlines != nil && cap(b) > 0 && cap(b) <= maxSpareFrameBytes && len(w.returning) < maxSpareFrames {
+		w.returning = append(w.returning, b[:0])
+	}
+}
+
+// freeReturned makes the buffers taken back before the write that just
+// succeeded free for lending.
+func (w *frameWriter) freeReturned() {
+	for i, b := range w.returning {
+		if len(w.spareFrames) < maxSpareFrames {
+			w.spareFrames = append(w.spareFrames, b)
+		}
+		w.returning[i] = nil
+	}
+	w.returning = w.returning[:0]
+}
+
 // written records that the write in flight returned err: its frames are
 // acknowledged, or the writer fails. It returns the terminal error, if any.
 func (w *frameWriter) written(err error) error {
@@ -410,7 +460,11 @@ func (w *frameWriter) flush() error {
 	if w.aborted() {
 		return w.written(errWriteAborted)
 	}
-	return w.written(w.writeDirect(b, w.ends))
+	err := w.written(w.writeDirect(b, w.ends))
+	if err == nil {
+		w.freeReturned() // all were taken back before this write began
+	}
+	return err
 }
 
 // flushMessages hands the queued frames to the message output, one at a

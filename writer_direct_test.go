@@ -293,3 +293,74 @@ func TestMessageWriterPassesMessages(t *testing.T) {
 		t.Fatalf("acknowledged %v", r.err)
 	}
 }
+
+// A direct writer lends a frame buffer taken back only after a write that
+// began after it was taken back succeeded (its frame is written by then),
+// keeps at most maxSpareFrames of at most maxSpareFrameBytes, and lends
+// nothing after a failed write, nor in helper or message mode.
+func TestDirectWriterLendsWrittenFrames(t *testing.T) {
+	out := &deadlineOutput{}
+	w := newFrameWriter(out, time.Hour)
+	defer w.close(nil)
+	if b := w.lendFrame(); b != nil {
+		t.Fatalf("a new writer lent %q", b)
+	}
+	frame := append(make([]byte, 0, 64), "1\n"...)
+	if err := w.queue(frame, nil); err != nil {
+		t.Fatal(err)
+	}
+	w.takeBackFrame(frame)
+	if b := w.lendFrame(); b != nil {
+		t.Fatal("lent a buffer whose frame is not written yet")
+	}
+	if err := w.flush(); err != nil {
+		t.Fatal(err)
+	}
+	b := w.lendFrame()
+	if len(b) != 0 || !sameArray(b, frame) {
+		t.Fatalf("after the write lent %q (cap %d), want the written frame's buffer, empty", b, cap(b))
+	}
+	if out.written() != "1\n" {
+		t.Fatalf("written %q", out.written())
+	}
+
+	for range maxSpareFrames + 2 {
+		w.takeBackFrame(make([]byte, 0, 16))
+	}
+	w.takeBackFrame(make([]byte, 0, maxSpareFrameBytes+1))
+	w.queue([]byte("2\n"), nil)
+	if err := w.flush(); err != nil {
+		t.Fatal(err)
+	}
+	lent := 0
+	for w.lendFrame() != nil {
+		lent++
+	}
+	if lent != maxSpareFrames {
+		t.Fatalf("lent %d buffers, want %d (the bound)", lent, maxSpareFrames)
+	}
+
+	failing := newFrameWriter(&deadlineOutput{err: errors.New("broken pipe")}, time.Hour)
+	defer failing.close(nil)
+	kept := make([]byte, 0, 16)
+	failing.queue([]byte("3\n"), nil)
+	failing.takeBackFrame(kept)
+	if err := failing.flush(); err == nil {
+		t.Fatal("the write to a broken output succeeded")
+	}
+	if b := failing.lendFrame(); b != nil {
+		t.Fatal("lent a buffer after a failed write")
+	}
+
+	helper := newFrameWriter(&noDeadlineOutput{}, time.Hour)
+	defer helper.close(nil)
+	messages := newMessageWriter(&messageRecorder{}, time.Hour)
+	defer messages.close(nil)
+	for name, other := range map[string]*frameWriter{"helper": helper, "message": messages} {
+		other.takeBackFrame(make([]byte, 0, 16))
+		other.freeReturned()
+		if b := other.lendFrame(); b != nil {
+			t.Errorf("a %s-mode writer lent a buffer", name)
+		}
+	}
+}
