@@ -485,9 +485,14 @@ func (c *connection) inFlight(id string) bool {
 func (ex *execution) execute(ctx context.Context) any {
 	c := ex.conn
 	ex.peer = requestPeer{calls: c.calls, done: c.done, ex: ex}
-	ctx = ex.observedContext(ctx)
-	ex.result = serveEnvelope(ctx, c.dispatcher, &ex.req, ex.env, ex.id, &ex.peer)
+	ex.serve(ctx, &ex.peer)
 	return nil
+}
+
+// serve dispatches ex's message with ctx and peer (its own Peer, or an
+// inline request's) and keeps the result.
+func (ex *execution) serve(ctx context.Context, peer *requestPeer) {
+	ex.result = serveEnvelope(ex.observedContext(ctx), ex.conn.dispatcher, &ex.req, ex.env, ex.id, peer)
 }
 
 // serveEnvelope admits env, a decoded message whose canonical id is id,

@@ -141,7 +141,7 @@ func (c *connection) runInline(ex *execution) error {
 				o = Outcome{Kind: OutcomeFailed, Panic: p}
 			}
 		}()
-		ex.result = serveEnvelope(ex.observedContext(ctx), c.dispatcher, &ex.req, ex.env, ex.id, peer)
+		ex.serve(ctx, peer)
 	}()
 	// From here a Peer kept past the return fails with ErrRequestEnded.
 	ctx.cancel(context.Canceled)
