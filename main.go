@@ -370,6 +370,30 @@ func setMemoryLimit(limit int64, logger *slog.Logger) {
 	logger.Debug("mcpstdio: soft memory limit", "bytes", debug.SetMemoryLimit(-1))
 }
 
+// httpGCPercent is the collector's target with -http unless GOGC is set.
+// A call over HTTP leaves about 6 KB of garbage (net/http's request and
+// response, the POST's record) on a live heap of a few MiB, so at Go's 100
+// the collector ran about 55 cycles a second from 16 clients, and each
+// cycle's fixed cost (waking its workers, scanning every connection's
+// stack, shrinking the stacks that then grow again) was a tenth of the CPU
+// of a call. At 200, in limits.sh's interleaved pairs against rawhttp, a
+// call took 34.5 µs of CPU instead of 38.7 from 16 clients in 2026-07-28
+// and 42.5 instead of 46.8 in sessions, one client's median latency did not
+// change, and the soft memory limit still bounds the heap. Stdio keeps Go's
+// target (see setMemoryLimit).
+const httpGCPercent = 200
+
+// setGCPercent sets the collector's target to percent unless GOGC is set,
+// and logs the target in effect (at debug level).
+func setGCPercent(percent int, logger *slog.Logger) {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(percent)
+	}
+	current := debug.SetGCPercent(-1)
+	debug.SetGCPercent(current)
+	logger.Debug("mcpstdio: collector target", "gogc", current)
+}
+
 // heartbeat sends method on tr every period until ctx ends or the transport
 // closes.
 func heartbeat(ctx context.Context, tr *Transport, method string, period time.Duration, logger *slog.Logger) {

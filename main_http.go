@@ -114,6 +114,7 @@ func serveHTTP(c config, rt *Runtime, logger *slog.Logger, stderr io.Writer, tel
 		},
 	}
 	setMemoryLimit(memoryLimit(c), logger)
+	setGCPercent(httpGCPercent, logger)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	served := make(chan error, 1)

@@ -62,6 +62,28 @@ func TestBinarySoftMemoryLimit(t *testing.T) {
 	}
 }
 
+// With -http the collector's target is httpGCPercent unless GOGC is set;
+// stdio leaves Go's.
+func TestBinaryHTTPCollectorTarget(t *testing.T) {
+	t.Setenv("GOGC", "")
+	h := startHTTPServer(t, "-log-level", "debug")
+	h.stop()
+	if text := h.stderrText(); !strings.Contains(text, `collector target" gogc=`+strconv.Itoa(httpGCPercent)) {
+		t.Errorf("-http: stderr %s; want the target %d", text, httpGCPercent)
+	}
+	t.Setenv("GOGC", "150")
+	h = startHTTPServer(t, "-log-level", "debug")
+	h.stop()
+	if text := h.stderrText(); !strings.Contains(text, `collector target" gogc=150`) {
+		t.Errorf("-http with GOGC=150: stderr %s; want that target", text)
+	}
+	t.Setenv("GOGC", "")
+	p := startServer(t, "-log-level", "debug")
+	if status, _ := p.exit(); status != 0 || strings.Contains(p.stderrText(), "collector target") {
+		t.Errorf("stdio: exit %d, stderr %s; want Go's target, untouched", status, p.stderrText())
+	}
+}
+
 // The command serves at most -http-max-connections connections: at the cap
 // a third one is served at once, an idle keep-alive connection being
 // closed for it, and the one in use stays served.
