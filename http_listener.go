@@ -194,7 +194,8 @@ func (l *HTTPListener) Open() int { return len(l.slots) }
 var errAmbiguousFraming = errors.New("mcpstdio: a request carries both Content-Length and Transfer-Encoding")
 
 // guardedConn is an accepted connection: it frees its slot when closed, and
-// its reads fail at a request with both framing headers.
+// its reads fail at a request with both framing headers. Its read deadline
+// is lazy (see readDeadline).
 type guardedConn struct {
 	net.Conn
 	l *HTTPListener
@@ -203,6 +204,74 @@ type guardedConn struct {
 	idleSince atomic.Int64
 	closeOnce sync.Once
 	scan      framingScan // used by Read only: net/http reads a connection on one goroutine at a time
+	deadline  readDeadline
+}
+
+// readDeadline is a connection's read deadline, given to the connection
+// only when it matters: at once while a Read is in flight, else when the
+// next Read starts. A deadline only bounds reads, so a Read sees what it
+// would have seen; the deadlines set and replaced between two reads are
+// never set. Serving a request, net/http sets its connection's read
+// deadline five times or more (the idle timeout, the header timeout, none,
+// and the handler's body timeout, then none), and every one moves a
+// runtime timer; with its reads from the buffer it filled at the request's
+// start, most of them bound no read at all.
+type readDeadline struct {
+	mu      sync.Mutex
+	want    time.Time // the deadline last set
+	set     time.Time // the deadline the connection has
+	reading bool      // a Read is in flight
+}
+
+// SetReadDeadline sets the read deadline: now if a Read is in flight, else
+// for the next Read.
+func (c *guardedConn) SetReadDeadline(t time.Time) error {
+	d := &c.deadline
+	d.mu.Lock()
+	d.want = t
+	var err error
+	if d.reading {
+		err = d.apply(c.Conn)
+	}
+	d.mu.Unlock()
+	return err
+}
+
+// SetDeadline sets both deadlines, the read deadline as SetReadDeadline
+// does.
+func (c *guardedConn) SetDeadline(t time.Time) error {
+	if err := c.SetReadDeadline(t); err != nil {
+		return err
+	}
+	return c.Conn.SetWriteDeadline(t)
+}
+
+// apply gives conn the deadline last set, if it has another; d.mu is held.
+func (d *readDeadline) apply(conn net.Conn) error {
+	if d.set.Equal(d.want) {
+		return nil
+	}
+	if err := conn.SetReadDeadline(d.want); err != nil {
+		return err
+	}
+	d.set = d.want
+	return nil
+}
+
+// startRead gives conn its deadline as a Read starts; endRead is called when
+// it returned.
+func (d *readDeadline) startRead(conn net.Conn) error {
+	d.mu.Lock()
+	d.reading = true
+	err := d.apply(conn)
+	d.mu.Unlock()
+	return err
+}
+
+func (d *readDeadline) endRead() {
+	d.mu.Lock()
+	d.reading = false
+	d.mu.Unlock()
 }
 
 // Read reads from the connection up to the start of the line that makes a
@@ -211,7 +280,12 @@ func (c *guardedConn) Read(p []byte) (int, error) {
 	if c.scan.ambiguous {
 		return 0, errAmbiguousFraming
 	}
+	if err := c.deadline.startRead(c.Conn); err != nil {
+		c.deadline.endRead()
+		return 0, err
+	}
 	n, err := c.Conn.Read(p)
+	c.deadline.endRead()
 	switch cut := c.scan.scan(p[:n]); {
 	case cut == 0:
 		return 0, errAmbiguousFraming

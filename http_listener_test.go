@@ -6,8 +6,10 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -328,3 +330,108 @@ func (l *chanListener) Accept() (net.Conn, error) {
 
 func (l *chanListener) Close() error   { close(l.closed); return nil }
 func (l *chanListener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)} }
+
+// deadlineConn is a net.Conn whose deadlines are recorded and whose reads
+// wait for the test: each Read reports that it started on entered, then
+// returns what the test sends on reads.
+type deadlineConn struct {
+	net.Conn // nil: only what is overridden is called
+	entered  chan struct{}
+	reads    chan string
+	mu       sync.Mutex
+	readSets []time.Time // SetReadDeadline calls, in order
+	writeSet []time.Time
+}
+
+func newDeadlineConn() *deadlineConn {
+	return &deadlineConn{entered: make(chan struct{}, 1), reads: make(chan string, 1)}
+}
+
+func (c *deadlineConn) Read(p []byte) (int, error) {
+	c.entered <- struct{}{}
+	return copy(p, <-c.reads), nil
+}
+
+func (c *deadlineConn) SetReadDeadline(t time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.readSets = append(c.readSets, t)
+	return nil
+}
+
+func (c *deadlineConn) SetWriteDeadline(t time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.writeSet = append(c.writeSet, t)
+	return nil
+}
+
+// sets returns the read and write deadlines set so far.
+func (c *deadlineConn) sets() (read, write []time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.readSets), slices.Clone(c.writeSet)
+}
+
+// A guarded connection's read deadline reaches the connection when a Read
+// starts, the last one set only and only when it changed, or at once while
+// a Read is in flight (so that a deadline in the past still ends it);
+// SetDeadline sets the write deadline at once.
+func TestGuardedConnReadDeadlineIsLazy(t *testing.T) {
+	inner := newDeadlineConn()
+	c := &guardedConn{Conn: inner}
+	base := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	idle, header, body := base.Add(2*time.Minute), base.Add(10*time.Second), base.Add(5*time.Second)
+	buf := make([]byte, 16)
+	read := func() {
+		t.Helper()
+		inner.reads <- "x"
+		if n, err := c.Read(buf); n != 1 || err != nil {
+			t.Fatalf("Read: %d, %v", n, err)
+		}
+		<-inner.entered
+	}
+	expect := func(when string, want ...time.Time) {
+		t.Helper()
+		if got, _ := inner.sets(); !slices.EqualFunc(got, want, time.Time.Equal) {
+			t.Errorf("%s: the connection's read deadlines are %v, want %v", when, got, want)
+		}
+	}
+	c.SetReadDeadline(idle)
+	expect("before any read")
+	read()
+	expect("after the first read", idle)
+	for _, d := range []time.Time{header, {}, body, {}} { // as a request from the buffer sets them
+		c.SetReadDeadline(d)
+	}
+	expect("after deadlines that bound no read", idle)
+	c.SetReadDeadline(idle)
+	read()
+	expect("after a read under the same deadline", idle)
+	c.SetReadDeadline(time.Time{})
+	read()
+	expect("after a read under none", idle, time.Time{})
+
+	// A Read in flight gets a new deadline at once.
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Read(buf)
+		done <- err
+	}()
+	<-inner.entered
+	past := base.Add(-time.Hour)
+	c.SetReadDeadline(past)
+	expect("while a read is in flight", idle, time.Time{}, past)
+	inner.reads <- "x"
+	if err := <-done; err != nil {
+		t.Fatalf("Read: %v", err)
+	}
+
+	c.SetDeadline(body)
+	if _, write := inner.sets(); !slices.EqualFunc(write, []time.Time{body}, time.Time.Equal) {
+		t.Errorf("SetDeadline: write deadlines %v, want %v", write, body)
+	}
+	expect("after SetDeadline", idle, time.Time{}, past)
+	read()
+	expect("after SetDeadline and a read", idle, time.Time{}, past, body)
+}
