@@ -186,20 +186,32 @@ func newConnection(cfg connConfig) *connection {
 // owner's (an HTTP POST's), the connection cfg describes, as newConnection
 // does.
 func (c *connection) init(cfg connConfig) {
-	if cfg.calls == nil {
-		cfg.calls = make(chan *peerCall)
-	}
-	c.connConfig, c.done = cfg, make(chan struct{})
+	c.connConfig = cfg
 	_, c.subUnregistered = cfg.out.(lazySubmitterOutlet)
+	if !c.subUnregistered {
+		c.makeChannels()
+	}
 	c.sessionStarted()
+}
+
+// makeChannels makes the channels a worker's Peer reaches the owner by
+// (calls, unless the transport made it) and learns of its end by (done). A
+// lazySubmitterOutlet's connection makes them with its submitter, before it
+// submits a job: an inline request's Peer uses neither.
+func (c *connection) makeChannels() {
+	if c.calls == nil {
+		c.calls = make(chan *peerCall)
+	}
+	c.done = make(chan struct{})
 }
 
 // A lazySubmitterOutlet is an outlet whose connection's submitter is
 // registered with its executor (registerSubmitter, on the owner) only when
 // the connection first needs it, to submit a job: a 2026 HTTP POST, whose
 // one request an Inline tool serves on the owner without a worker, then
-// never registers one (no outcome channel, no executor lock). Until then
-// the submitter's Outcomes channel is nil, never ready.
+// never registers one (no outcome channel, no executor lock) and makes no
+// channels for workers' Peers (makeChannels). Until then the submitter's
+// Outcomes channel and the connection's calls are nil, never ready.
 type lazySubmitterOutlet interface {
 	registerSubmitter()
 }
@@ -208,6 +220,7 @@ type lazySubmitterOutlet interface {
 func (c *connection) submitter() *Submitter {
 	if c.subUnregistered {
 		c.subUnregistered = false
+		c.makeChannels()
 		c.out.(lazySubmitterOutlet).registerSubmitter()
 	}
 	return c.sub
@@ -332,8 +345,8 @@ func (c *connection) close() {
 	c.sessionEnded()
 	if !c.subUnregistered {
 		c.sub.Close()
+		close(c.done)
 	}
-	close(c.done)
 	for _, s := range c.subs {
 		c.releaseListen(s)
 	}
