@@ -239,12 +239,12 @@ type execution struct {
 	// live is true from its admission until it is answered, cancelled or
 	// timed out.
 	live bool
-	// ended is set with live false, for the request's Peer to tell from
-	// its own goroutine (see requestPeer).
-	ended atomic.Bool
 	// gates is set on an admitted initialize request: until its outcome is
 	// recorded, later messages are held.
 	gates bool
+	// ended is set with live false, for the request's Peer to tell from
+	// its own goroutine (see requestPeer).
+	ended atomic.Bool
 	// outgoing are the ids of its server-to-client requests still waiting.
 	outgoing []string
 	// header is the message's own request headers (message.header), nil
@@ -266,20 +266,23 @@ type execution struct {
 	req    Request
 	peer   requestPeer
 	result workResult
-	// answerClaimed and answerRefused are the worker's, read like result:
-	// the dispatcher admitted its answer's bytes before building it
-	// (claimAnswer), or was refused them and answered the overload error.
-	answerClaimed, answerRefused bool
 	// span is the request's observed operation (observer.go), nil when
 	// there is no observer; set by the owner before the job is submitted
 	// and never changed (the worker reads it). spanEnded is the owner's.
 	span      OperationSpan
 	spanEnded bool
 	// inline is set by the owner before an inline request runs (see
-	// conn_inline.go), and notes keeps what its handler sends meanwhile
-	// when it has no side record.
+	// conn_inline.go).
 	inline bool
-	notes  inlineNotes
+	// answerClaimed and answerRefused are the worker's, read like result:
+	// the dispatcher admitted its answer's bytes before building it
+	// (claimAnswer), or was refused them and answered the overload error.
+	// (The flags sit together so that the record fits the heap's size
+	// classes: TestExecutionRecordsFitTheirSizeClass.)
+	answerClaimed, answerRefused bool
+	// notes keeps what an inline request's handler sends while it runs,
+	// when it has no side record.
+	notes inlineNotes
 	// own is the record newExecution allocated ex in, which the connection
 	// may recycle; nil for a record of the transport's (message.space).
 	own *runtimeExecution

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // The allocations of an HTTP call are measured three ways, which separate
@@ -142,9 +143,10 @@ func TestHTTPHandlerEchoAllocations(t *testing.T) {
 	for _, tt := range []struct {
 		version   string
 		maxAllocs int64
+		maxBytes  int64 // 3,331 today: the record's size class and the runtime's four
 	}{
-		{ProtocolVersion20260728, 5},
-		{ProtocolVersion20251125, 6},
+		{ProtocolVersion20260728, 5, 3400},
+		{ProtocolVersion20251125, 6, 3400},
 	} {
 		t.Run(tt.version, func(t *testing.T) {
 			r := testing.Benchmark(func(b *testing.B) { benchHTTPHandlerEcho(b, tt.version) })
@@ -154,7 +156,31 @@ func TestHTTPHandlerEchoAllocations(t *testing.T) {
 			if got := r.AllocsPerOp(); got > tt.maxAllocs {
 				t.Errorf("%d allocations per call (over %d calls), want at most %d", got, r.N, tt.maxAllocs)
 			}
+			if got := r.AllocedBytesPerOp(); got > tt.maxBytes {
+				t.Errorf("%d bytes allocated per call (over %d calls), want at most %d", got, r.N, tt.maxBytes)
+			}
 		})
+	}
+}
+
+// The record a POST allocates for its route fits the heap's 2688-byte size
+// class (see inlineBodyBytes), with the 8-byte header the heap puts before
+// an object of over 512 bytes that holds pointers: a record one byte larger
+// takes a 3072-byte block, 384 bytes more to allocate and clear on every
+// call, which no allocation count shows (TestHTTPHandlerEchoAllocations
+// bounds the bytes too).
+func TestPOSTRecordsFitTheirSizeClass(t *testing.T) {
+	const sizeClass, mallocHeader = 2688, 8
+	for _, record := range []struct {
+		name string
+		size uintptr
+	}{
+		{"statelessPost (a 2026-07-28 POST)", unsafe.Sizeof(statelessPost{})},
+		{"httpExchange (a session's POST)", unsafe.Sizeof(httpExchange{})},
+	} {
+		if record.size+mallocHeader > sizeClass {
+			t.Errorf("%s is %d bytes and a %d-byte header, over the %d-byte size class", record.name, record.size, mallocHeader, sizeClass)
+		}
 	}
 }
 
