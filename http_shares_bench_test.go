@@ -3,11 +3,14 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -44,18 +47,19 @@ import (
 func BenchmarkBinaryHTTPShares(b *testing.B) {
 	for _, via := range []string{"direct", "haproxy"} {
 		for _, load := range []struct {
-			name string
-			run  func(b *testing.B, s *shareTarget)
+			name  string
+			run   func(b *testing.B, s *shareTarget)
+			flags []string
 		}{
-			{"sleeps", benchmarkSleeps},
-			{"echoes", benchmarkLargeEchoes},
-			{"drain", benchmarkDrain},
-			{"unread", benchmarkUnread},
-			{"keepalive", benchmarkKeepAlive},
+			{"sleeps", benchmarkSleeps, nil},
+			{"echoes", benchmarkLargeEchoes, nil},
+			{"drain", benchmarkDrain, []string{"-metrics-addr", "127.0.0.1:0"}},
+			{"unread", benchmarkUnread, nil},
+			{"keepalive", benchmarkKeepAlive, nil},
 		} {
 			b.Run("via="+via+"/"+load.name, func(b *testing.B) {
 				for range b.N {
-					s := startShareTarget(b, via == "haproxy")
+					s := startShareTarget(b, via == "haproxy", load.flags...)
 					load.run(b, s)
 					s.stop()
 				}
@@ -66,21 +70,22 @@ func BenchmarkBinaryHTTPShares(b *testing.B) {
 
 // shareTarget is the command serving -http, behind HAProxy or not.
 type shareTarget struct {
-	cmd    *exec.Cmd
-	rss    *rssSampler
-	url    string // what clients post to
-	exited chan struct{}
-	once   sync.Once
-	peak   float64
+	cmd     *exec.Cmd
+	rss     *rssSampler
+	url     string // what clients post to
+	metrics string // the server's -metrics-addr page (drain reads it); "" for the other loads
+	exited  chan struct{}
+	once    sync.Once
+	peak    float64
 }
 
-func startShareTarget(b *testing.B, proxied bool) *shareTarget {
+func startShareTarget(b *testing.B, proxied bool, flags ...string) *shareTarget {
 	b.Helper()
 	bin := os.Getenv("MCPSTDIO_SERVER_BINARY")
 	if bin == "" {
 		bin = serverBinary(b)
 	}
-	args := []string{"-http", "127.0.0.1:0"}
+	args := append([]string{"-http", "127.0.0.1:0"}, flags...)
 	if extra := os.Getenv(benchFlagsEnv); extra != "" {
 		args = append(args, strings.Fields(extra)...)
 	}
@@ -101,6 +106,9 @@ func startShareTarget(b *testing.B, proxied bool) *shareTarget {
 	for addr == "" && lines.Scan() {
 		if _, after, ok := strings.Cut(lines.Text(), "serving MCP over HTTP at http://"); ok {
 			addr = strings.TrimSuffix(after, DefaultHTTPPath)
+		}
+		if _, after, ok := strings.Cut(lines.Text(), `msg="mcpstdio: serving metrics" url=`); ok {
+			s.metrics = after
 		}
 	}
 	if addr == "" {
@@ -207,7 +215,12 @@ func benchmarkDrain(b *testing.B, s *shareTarget) {
 	for range 50 {
 		<-started
 	}
-	time.Sleep(300 * time.Millisecond) // the calls are admitted (a load driver, not a test)
+	// SIGTERM once the server holds all 50 calls: running, queued or
+	// refused, as its metrics count them.
+	metrics := []string{"mcp_server_request_running", "mcp_server_request_queued", "mcp_server_request_refused_total"}
+	if err := awaitMetricSum(s.metrics, 50, metrics...); err != nil {
+		b.Fatal(err)
+	}
 	signalled := time.Now()
 	s.cmd.Process.Signal(syscall.SIGTERM)
 	<-s.exited
@@ -311,4 +324,62 @@ func benchmarkKeepAlive(b *testing.B, s *shareTarget) {
 	for _, c := range conns {
 		c.Close()
 	}
+}
+
+// awaitMetricSum reads the Prometheus page at url until the samples of the
+// metrics named (every series of each) add up to at least want; it fails
+// after 30 s or when the page cannot be read.
+func awaitMetricSum(url string, want float64, names ...string) error {
+	if url == "" {
+		return errors.New("the server announced no metrics page")
+	}
+	poll := time.NewTicker(10 * time.Millisecond)
+	defer poll.Stop()
+	give := time.After(30 * time.Second)
+	for {
+		sum, err := metricSum(url, names...)
+		switch {
+		case err != nil:
+			return err
+		case sum >= want:
+			return nil
+		}
+		select {
+		case <-poll.C:
+		case <-give:
+			return fmt.Errorf("%s add up to %v after 30 s, want %v", strings.Join(names, " + "), sum, want)
+		}
+	}
+}
+
+// metricSum returns the sum of the samples of the metrics named on the
+// Prometheus page at url.
+func metricSum(url string, names ...string) (float64, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	text, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	sum := 0.0
+	for line := range strings.Lines(string(text)) {
+		line = strings.TrimSpace(line)
+		space := strings.LastIndexByte(line, ' ') // label values may hold spaces; the value does not
+		if space < 0 || strings.HasPrefix(line, "#") {
+			continue
+		}
+		name, value := line[:strings.IndexAny(line, "{ ")], line[space+1:]
+		if !slices.Contains(names, name) {
+			continue
+		}
+		v, err := strconv.ParseFloat(value, 64)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %q is not a number", name, value)
+		}
+		sum += v
+	}
+	return sum, nil
 }
