@@ -25,6 +25,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -384,14 +385,14 @@ func setMemoryLimit(limit int64, logger *slog.Logger) {
 const httpGCPercent = 200
 
 // setGCPercent sets the collector's target to percent unless GOGC is set,
-// and logs the target in effect (at debug level).
+// and logs the target in effect (at debug level): percent, or GOGC as set.
 func setGCPercent(percent int, logger *slog.Logger) {
-	if os.Getenv("GOGC") == "" {
+	gogc := os.Getenv("GOGC")
+	if gogc == "" {
 		debug.SetGCPercent(percent)
+		gogc = strconv.Itoa(percent)
 	}
-	current := debug.SetGCPercent(-1)
-	debug.SetGCPercent(current)
-	logger.Debug("mcpstdio: collector target", "gogc", current)
+	logger.Debug("mcpstdio: collector target", "gogc", gogc)
 }
 
 // heartbeat sends method on tr every period until ctx ends or the transport
