@@ -128,7 +128,7 @@ func (l *HTTPListener) Accept() (net.Conn, error) {
 
 // guard wraps c, which holds a slot, and registers it.
 func (l *HTTPListener) guard(c net.Conn) *guardedConn {
-	gc := &guardedConn{Conn: c, l: l}
+	gc := newGuardedConn(c, l)
 	l.mu.Lock()
 	l.conns[gc] = struct{}{}
 	l.mu.Unlock()
@@ -195,7 +195,8 @@ var errAmbiguousFraming = errors.New("mcpstdio: a request carries both Content-L
 
 // guardedConn is an accepted connection: it frees its slot when closed, and
 // its reads fail at a request with both framing headers. Its read deadline
-// is lazy (see readDeadline).
+// and its write deadlines are lazy, the write deadline coarse too (see
+// lazyDeadline).
 type guardedConn struct {
 	net.Conn
 	l *HTTPListener
@@ -204,74 +205,128 @@ type guardedConn struct {
 	idleSince atomic.Int64
 	closeOnce sync.Once
 	scan      framingScan // used by Read only: net/http reads a connection on one goroutine at a time
-	deadline  readDeadline
+	rdeadline lazyDeadline
+	wdeadline lazyDeadline // write is set
 }
 
-// readDeadline is a connection's read deadline, given to the connection
-// only when it matters: at once while a Read is in flight, else when the
-// next Read starts. A deadline only bounds reads, so a Read sees what it
-// would have seen; the deadlines set and replaced between two reads are
-// never set. Serving a request, net/http sets its connection's read
-// deadline five times or more (the idle timeout, the header timeout, none,
-// and the handler's body timeout, then none), and every one moves a
-// runtime timer; with its reads from the buffer it filled at the request's
-// start, most of them bound no read at all.
-type readDeadline struct {
-	mu      sync.Mutex
-	want    time.Time // the deadline last set
-	set     time.Time // the deadline the connection has
-	reading bool      // a Read is in flight
+// lazyDeadline is one of a connection's deadlines, given to the connection
+// only when it matters: at once while a Read (for the write deadline, a
+// Write) is in flight, else when the next one starts. A deadline only
+// bounds reads (writes), so each sees what it would have seen; the
+// deadlines set and replaced between two are never set. Serving a request,
+// net/http sets its connection's read deadline five times or more (the idle
+// timeout, the header timeout, none, and the handler's body timeout, then
+// none), and every one moves a runtime timer; with its reads from the
+// buffer it filled at the request's start, most of them bound no read at
+// all. Its write deadline it clears after each request, and the handler
+// sets it a WriteTimeout ahead for each answer.
+//
+// A coarse one (the write deadline) is also given to the connection a
+// little later than asked, so that the next ones asked need not move it:
+// up to a sixteenth of its distance later (5s becomes at most 5.3s), and a
+// deadline asked within that window is met by the one the connection has.
+// A deadline earlier than the window (one in the past, to end a write),
+// later than it, or none, is given as asked.
+type lazyDeadline struct {
+	mu     sync.Mutex
+	want   time.Time     // the deadline last set
+	set    time.Time     // the deadline the connection has
+	slack  time.Duration // how much earlier than set a deadline may be and be met by it
+	busy   bool          // a Read (Write) is in flight
+	write  bool          // the write deadline, and coarse; else the read deadline
+	failed bool          // the connection refused the last one given: set is unknown
+}
+
+// newGuardedConn returns c guarded, accepted by l.
+func newGuardedConn(c net.Conn, l *HTTPListener) *guardedConn {
+	gc := &guardedConn{Conn: c, l: l}
+	gc.wdeadline.write = true
+	return gc
 }
 
 // SetReadDeadline sets the read deadline: now if a Read is in flight, else
 // for the next Read.
-func (c *guardedConn) SetReadDeadline(t time.Time) error {
-	d := &c.deadline
-	d.mu.Lock()
-	d.want = t
-	var err error
-	if d.reading {
-		err = d.apply(c.Conn)
-	}
-	d.mu.Unlock()
-	return err
-}
+func (c *guardedConn) SetReadDeadline(t time.Time) error { return c.rdeadline.ask(c.Conn, t) }
 
-// SetDeadline sets both deadlines, the read deadline as SetReadDeadline
-// does.
+// SetWriteDeadline sets the write deadline: now if a Write is in flight,
+// else for the next Write; it may leave the connection's, a little later
+// (lazyDeadline).
+func (c *guardedConn) SetWriteDeadline(t time.Time) error { return c.wdeadline.ask(c.Conn, t) }
+
+// SetDeadline sets both deadlines, as SetReadDeadline and SetWriteDeadline
+// do.
 func (c *guardedConn) SetDeadline(t time.Time) error {
 	if err := c.SetReadDeadline(t); err != nil {
 		return err
 	}
-	return c.Conn.SetWriteDeadline(t)
+	return c.SetWriteDeadline(t)
 }
 
-// apply gives conn the deadline last set, if it has another; d.mu is held.
-func (d *readDeadline) apply(conn net.Conn) error {
-	if d.set.Equal(d.want) {
-		return nil
+// ask records t, and gives it to conn at once if a Read (Write) is in
+// flight.
+func (d *lazyDeadline) ask(conn net.Conn, t time.Time) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.want = t
+	if d.busy {
+		return d.apply(conn)
 	}
-	if err := conn.SetReadDeadline(d.want); err != nil {
-		return err
-	}
-	d.set = d.want
 	return nil
 }
 
-// startRead gives conn its deadline as a Read starts; endRead is called when
-// it returned.
-func (d *readDeadline) startRead(conn net.Conn) error {
-	d.mu.Lock()
-	d.reading = true
-	err := d.apply(conn)
-	d.mu.Unlock()
+// apply gives conn the deadline last set, unless it has it or, when
+// coarse, one that meets it; d.mu is held.
+func (d *lazyDeadline) apply(conn net.Conn) error {
+	want, slack := d.want, time.Duration(0)
+	switch {
+	case d.failed:
+	case d.set.Equal(want):
+		return nil
+	case d.write && !want.IsZero() && !d.set.IsZero() && !want.After(d.set) && d.set.Sub(want) <= d.slack:
+		return nil
+	}
+	if d.write && !want.IsZero() {
+		if left := time.Until(want); left > 0 {
+			slack = left / 16
+			want = want.Add(slack)
+		}
+	}
+	var err error
+	if d.write {
+		err = conn.SetWriteDeadline(want)
+	} else {
+		err = conn.SetReadDeadline(want)
+	}
+	d.set, d.slack, d.failed = want, slack, err != nil
 	return err
 }
 
-func (d *readDeadline) endRead() {
+// start gives conn its deadline as a Read (Write) starts; end is called
+// when it returned.
+func (d *lazyDeadline) start(conn net.Conn) error {
 	d.mu.Lock()
-	d.reading = false
+	defer d.mu.Unlock()
+	d.busy = true
+	if err := d.apply(conn); err != nil {
+		d.busy = false
+		return err
+	}
+	return nil
+}
+
+func (d *lazyDeadline) end() {
+	d.mu.Lock()
+	d.busy = false
 	d.mu.Unlock()
+}
+
+// Write writes to the connection under its write deadline.
+func (c *guardedConn) Write(p []byte) (int, error) {
+	if err := c.wdeadline.start(c.Conn); err != nil {
+		return 0, err
+	}
+	defer c.wdeadline.end()
+	return c.Conn.Write(p)
 }
 
 // Read reads from the connection up to the start of the line that makes a
@@ -280,12 +335,11 @@ func (c *guardedConn) Read(p []byte) (int, error) {
 	if c.scan.ambiguous {
 		return 0, errAmbiguousFraming
 	}
-	if err := c.deadline.startRead(c.Conn); err != nil {
-		c.deadline.endRead()
+	if err := c.rdeadline.start(c.Conn); err != nil {
 		return 0, err
 	}
 	n, err := c.Conn.Read(p)
-	c.deadline.endRead()
+	c.rdeadline.end()
 	switch cut := c.scan.scan(p[:n]); {
 	case cut == 0:
 		return 0, errAmbiguousFraming

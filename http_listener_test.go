@@ -338,6 +338,7 @@ type deadlineConn struct {
 	net.Conn // nil: only what is overridden is called
 	entered  chan struct{}
 	reads    chan string
+	gate     chan struct{} // nil: writes do not wait
 	mu       sync.Mutex
 	readSets []time.Time // SetReadDeadline calls, in order
 	writeSet []time.Time
@@ -350,6 +351,16 @@ func newDeadlineConn() *deadlineConn {
 func (c *deadlineConn) Read(p []byte) (int, error) {
 	c.entered <- struct{}{}
 	return copy(p, <-c.reads), nil
+}
+
+// Write succeeds; while gate is not nil it first reports that it started
+// on entered and waits for gate.
+func (c *deadlineConn) Write(p []byte) (int, error) {
+	if c.gate != nil {
+		c.entered <- struct{}{}
+		<-c.gate
+	}
+	return len(p), nil
 }
 
 func (c *deadlineConn) SetReadDeadline(t time.Time) error {
@@ -379,7 +390,7 @@ func (c *deadlineConn) sets() (read, write []time.Time) {
 // SetDeadline sets the write deadline at once.
 func TestGuardedConnReadDeadlineIsLazy(t *testing.T) {
 	inner := newDeadlineConn()
-	c := &guardedConn{Conn: inner}
+	c := newGuardedConn(inner, nil)
 	base := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	idle, header, body := base.Add(2*time.Minute), base.Add(10*time.Second), base.Add(5*time.Second)
 	buf := make([]byte, 16)
@@ -428,10 +439,87 @@ func TestGuardedConnReadDeadlineIsLazy(t *testing.T) {
 	}
 
 	c.SetDeadline(body)
+	c.Write(buf)
 	if _, write := inner.sets(); !slices.EqualFunc(write, []time.Time{body}, time.Time.Equal) {
-		t.Errorf("SetDeadline: write deadlines %v, want %v", write, body)
+		t.Errorf("SetDeadline, then a write: write deadlines %v, want %v", write, body)
 	}
 	expect("after SetDeadline", idle, time.Time{}, past)
 	read()
 	expect("after SetDeadline and a read", idle, time.Time{}, past, body)
+}
+
+// A guarded connection's write deadline reaches the connection when a
+// Write starts, a sixteenth of its distance later than asked, and the
+// deadlines asked within that window do not reach it, nor does the none
+// net/http sets after each request if no write follows; one before the
+// window (one in the past included), one after it, and none before a write,
+// do. A Write in flight gets a new deadline at once.
+func TestGuardedConnWriteDeadlineIsLazyAndCoarse(t *testing.T) {
+	inner := newDeadlineConn()
+	c := newGuardedConn(inner, nil)
+	frame := []byte("x")
+	expect := func(when string, want int) []time.Time {
+		t.Helper()
+		_, got := inner.sets()
+		if len(got) != want {
+			t.Fatalf("%s: the connection's write deadlines are %v, want %d of them", when, got, want)
+		}
+		return got
+	}
+	// An hour ahead: the connection gets between 60/16 and 61/16 of a
+	// minute more (the clock moves between the test's now and the call's).
+	asked := time.Now().Add(time.Hour)
+	c.SetWriteDeadline(asked)
+	expect("before a write", 0)
+	c.Write(frame)
+	set := expect("after the first write", 1)[0]
+	if extra := set.Sub(asked); extra < time.Hour/16-time.Second || extra > time.Hour/16 {
+		t.Fatalf("the connection's deadline is %v after the one asked, want about %v", extra, time.Hour/16)
+	}
+	// Requests as net/http serves them: the answer's deadline, its write,
+	// then none.
+	for _, d := range []time.Duration{0, time.Second, time.Minute, time.Hour/16 - time.Second} {
+		c.SetWriteDeadline(asked.Add(d))
+		c.Write(frame)
+		c.SetWriteDeadline(time.Time{})
+	}
+	expect("after requests within the window", 1)
+	c.Write(frame)
+	if got := expect("after a write under none", 2); !got[1].IsZero() {
+		t.Fatalf("none reached the connection as %v", got[1])
+	}
+	for _, tt := range []struct {
+		when     string
+		deadline time.Time
+	}{
+		{"an earlier deadline", asked.Add(-time.Minute)},
+		{"a later deadline", set.Add(time.Second)},
+		{"a deadline in the past", time.Unix(1, 0)},
+	} {
+		_, before := inner.sets()
+		c.SetWriteDeadline(tt.deadline)
+		c.Write(frame)
+		expect("after "+tt.when, len(before)+1)
+	}
+	if got := expect("after the past", 5); !got[4].Equal(time.Unix(1, 0)) {
+		t.Errorf("a deadline in the past reached the connection as %v, want it as asked", got[4])
+	}
+	c.SetWriteDeadline(time.Unix(1, 0))
+	c.Write(frame)
+	expect("after the same deadline in the past", 5)
+
+	// A write in flight gets a new deadline at once.
+	inner.gate = make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		c.Write(frame)
+		close(done)
+	}()
+	<-inner.entered
+	c.SetWriteDeadline(time.Unix(2, 0))
+	if got := expect("while a write is in flight", 6); !got[5].Equal(time.Unix(2, 0)) {
+		t.Errorf("the deadline set during a write reached the connection as %v", got[5])
+	}
+	close(inner.gate)
+	<-done
 }
