@@ -242,6 +242,8 @@ type HTTPHandler struct {
 	runtime bool
 	// headerValues are the answers' header values (read-only).
 	headerValues *responseHeaderValues
+	// posts keeps 2026 POST records for reuse (takePost, recyclePost).
+	posts sync.Pool
 
 	sessions  sessionTable
 	clients   clientTable  // of the POSTs, by key
@@ -412,6 +414,11 @@ func (h *HTTPHandler) allowedOrigin(origin string) bool {
 }
 
 func hostWithoutPort(hostport string) string {
+	// An IPv4 address or a name with a port, as most are, is cut at its
+	// one colon without SplitHostPort.
+	if i := strings.LastIndexByte(hostport, ':'); i >= 0 && !strings.ContainsAny(hostport[:i], ":[]") {
+		return hostport[:i]
+	}
 	if strings.Contains(hostport, ":") { // else SplitHostPort fails, at the cost of an error value
 		if host, _, err := net.SplitHostPort(hostport); err == nil {
 			return host

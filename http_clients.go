@@ -216,20 +216,21 @@ func httpClientShare(share, limit int) int {
 // which then doubles as it arrives.
 const bodyChunk = 64 << 10
 
-// inlineBodyBytes is the room a POST's record keeps for its body: a body of
-// a known length that fits is read there, so that it costs no allocation of
-// its own (most calls are short: a 2026 tools/call with 100 bytes of
-// arguments is about 330; a longer body gets its own buffer). With it both
-// records fit the heap's 2688-byte size class with the 8-byte header the
-// heap adds to an object of over 512 bytes that holds pointers
-// (TestPOSTRecordsFitTheirSizeClass), where 456 would put a 2026 POST's in
-// the next (3072): 384 bytes more to allocate and clear on every call.
+// inlineBodyBytes is the room a session POST's record keeps for its body: a
+// body of a known length that fits is read there, so that it costs no
+// allocation of its own (most calls are short: a tools/call with 100 bytes
+// of arguments is about 330; a longer body gets its own buffer). With it
+// the record fits the heap's 2688-byte size class with the 8-byte header
+// the heap adds to an object of over 512 bytes that holds pointers
+// (TestPOSTRecordsFitTheirSizeClass). A 2026 POST's record, which is
+// reused, has none: a handler may keep its params, which are the body's
+// bytes.
 const inlineBodyBytes = 440
 
 // postInput is the room of one POST's body and its reservation, part of
-// the record the POST allocates for its route (statelessPost,
-// httpExchange). A body read into it keeps the whole record alive as long
-// as anything holds the body's bytes, as a request's params do.
+// the record a session's POST allocates (httpExchange). A body read into it
+// keeps the whole record alive as long as anything holds the body's bytes,
+// as a request's params do.
 type postInput struct {
 	res  Reservation
 	body [inlineBodyBytes]byte
@@ -241,9 +242,10 @@ type postInput struct {
 // itself when the body cannot be read: 415, 413, 408, 400, and 503 (a
 // JSON-RPC -32603 "Server execution capacity exhausted" without id, since
 // none is known) when the bytes do not fit in the in-flight budget or the
-// client's share. On success the caller releases the reservation. The
-// reservation, and a body of a known length that fits, are held in in.
-func (h *HTTPHandler) readBody(w http.ResponseWriter, r *http.Request, client *ExecutorClient, in *postInput) ([]byte, *Reservation, bool) {
+// client's share. On success the caller releases the reservation, which is
+// held in res. A body of a known length that fits in room (nil: none) is
+// read there.
+func (h *HTTPHandler) readBody(w http.ResponseWriter, r *http.Request, client *ExecutorClient, res *Reservation, room []byte) ([]byte, *Reservation, bool) {
 	if !isJSONMediaType(r.Header.Get("Content-Type")) {
 		httpError(w, http.StatusUnsupportedMediaType, "Unsupported Media Type: Content-Type must be application/json")
 		return nil, nil, false
@@ -253,11 +255,10 @@ func (h *HTTPHandler) readBody(w http.ResponseWriter, r *http.Request, client *E
 		h.bodyTooLarge(w)
 		return nil, nil, false
 	}
-	if err := client.reserveInto(&in.res, int(max(r.ContentLength, 0))); err != nil {
+	if err := client.reserveInto(res, int(max(r.ContentLength, 0))); err != nil {
 		refuseUnread(w, err)
 		return nil, nil, false
 	}
-	res := &in.res
 	// The deadline is the connection's: it is lifted once the body is read,
 	// else it would end the response streams that outlive it (when reading
 	// failed it stays, so the server does not wait for the rest of the body
@@ -267,8 +268,8 @@ func (h *HTTPHandler) readBody(w http.ResponseWriter, r *http.Request, client *E
 	var body []byte
 	var err error
 	switch {
-	case r.ContentLength >= 0 && r.ContentLength <= inlineBodyBytes:
-		body = in.body[:r.ContentLength]
+	case r.ContentLength >= 0 && r.ContentLength <= int64(len(room)):
+		body = room[:r.ContentLength]
 		_, err = io.ReadFull(r.Body, body)
 	case r.ContentLength >= 0:
 		body = make([]byte, r.ContentLength)
@@ -360,6 +361,9 @@ func refuseUnread(w http.ResponseWriter, err error) {
 // client.address reports.
 func (h *HTTPHandler) ClientAddress(r *http.Request) string {
 	host := hostWithoutPort(r.RemoteAddr) // a substring: no allocation on the common path
+	if len(h.opts.TrustedProxies) == 0 && !strings.Contains(host, ":") {
+		return host // as below, without parsing what only an IPv6 form changes
+	}
 	peer, ok := parseHostAddr(host)
 	switch {
 	case !ok:

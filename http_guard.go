@@ -51,7 +51,7 @@ func refuseRepeatedRoutingHeader(w http.ResponseWriter, r *http.Request) bool {
 // above 0: "application/json;q=0, */*" admits SSE only. A range whose q is
 // not a number from 0 to 1 is ignored.
 func mediaTypes(accept []string) (json, sse bool) {
-	if len(accept) == 0 {
+	if len(accept) == 0 || len(accept) == 1 && accept[0] == acceptJSONAndSSE {
 		return true, true
 	}
 	var jsonQ, sseQ acceptQuality
@@ -94,10 +94,12 @@ func parseMediaRange(part string) (mt string, q float64, ok bool) {
 	return mt, q, true
 }
 
-// Media types of the HTTP transport's bodies.
+// Media types of the HTTP transport's bodies, and the Accept header MCP
+// clients send for a POST, which mediaTypes recognizes without parsing it.
 const (
-	mediaTypeJSON = "application/json"
-	mediaTypeSSE  = "text/event-stream"
+	mediaTypeJSON    = "application/json"
+	mediaTypeSSE     = "text/event-stream"
+	acceptJSONAndSSE = mediaTypeJSON + ", " + mediaTypeSSE
 )
 
 // isJSONMediaType reports whether a Content-Type header value names

@@ -78,6 +78,8 @@ func TestMediaTypesHonourQualities(t *testing.T) {
 		json, sse bool
 	}{
 		{"application/json, text/event-stream", true, true},
+		{"application/json, text/event-stream;q=0", true, false},
+		{"application/json,text/event-stream", true, true},
 		{"application/json;q=0, text/event-stream", false, true},
 		{"application/json; q=0.0, text/event-stream", false, true},
 		{"application/json;q=0.001, text/event-stream;q=1.0", true, true},

@@ -30,6 +30,13 @@ type ToolSchemaSource interface {
 	ToolInputSchema(name string) json.RawMessage
 }
 
+// A paramHeaderCounter is a ToolSchemaSource that counts its tools whose
+// schemas name an x-mcp-header (namesParamHeaders), so that while there are
+// none a tools/call's schema is not looked up.
+type paramHeaderCounter interface {
+	paramHeaderTools() int
+}
+
 // checkMirroredHeaders validates the mirrored headers of a 2026 request
 // against its body; the Mcp-Param headers of a tools/call when d is a
 // ToolSchemaSource. header is the request's; a header's value is its first
@@ -41,19 +48,10 @@ func checkMirroredHeaders(d Dispatcher, header http.Header, msg *postedMessage) 
 	if rerr := checkMirroredString(header, headerMethod, headerMethod, msg.method, false); rerr != nil {
 		return rerr
 	}
-	member := ""
-	switch msg.method {
-	case methodToolsCall, methodPromptsGet:
-		member = "name"
-	case methodResourcesRead:
-		member = "uri"
-	case methodTasksGet, methodTasksUpdate, methodTasksCancel:
-		member = "taskId"
-	}
-	if member == "" {
+	if mirroredMember(msg.method) == "" {
 		return nil
 	}
-	raw, _ := lookupMember(msg.env.params, member)
+	raw := msg.mirrored
 	if end, _, err := scanString(raw, 0); len(raw) < 2 || raw[0] != '"' || err != nil || end != len(raw) {
 		return nil // not a string: the dispatcher refuses the params themselves
 	}
@@ -64,10 +62,26 @@ func checkMirroredHeaders(d Dispatcher, header http.Header, msg *postedMessage) 
 		return rerr
 	}
 	if src, ok := d.(ToolSchemaSource); ok && msg.method == methodToolsCall {
-		arguments, _ := lookupMember(msg.env.params, "arguments")
-		return checkParamHeaders(header, src.ToolInputSchema(name), arguments)
+		if c, ok := src.(paramHeaderCounter); ok && c.paramHeaderTools() == 0 {
+			return nil
+		}
+		return checkParamHeaders(header, src.ToolInputSchema(name), msg.arguments)
 	}
 	return nil
+}
+
+// mirroredMember returns the params member of a request of method whose
+// value the Mcp-Name header mirrors, "" when it has none.
+func mirroredMember(method string) string {
+	switch method {
+	case methodToolsCall, methodPromptsGet:
+		return "name"
+	case methodResourcesRead:
+		return "uri"
+	case methodTasksGet, methodTasksUpdate, methodTasksCancel:
+		return "taskId"
+	}
+	return ""
 }
 
 // requestHeaderValue returns the first value of the header key (in
@@ -167,7 +181,7 @@ type headerSchema struct {
 // every property the schema annotates with x-mcp-header whose value the
 // arguments carry (not null), the header must be present and equal it.
 func checkParamHeaders(header http.Header, schema, arguments json.RawMessage) *RPCError {
-	if !bytes.Contains(schema, []byte(`"x-mcp-header"`)) {
+	if !namesParamHeaders(schema) {
 		return nil
 	}
 	var root headerSchema

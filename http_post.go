@@ -20,28 +20,33 @@ func (h *HTTPHandler) servePost(w http.ResponseWriter, r *http.Request) {
 	}
 	// The session the POST names, looked up once: its client, then its
 	// message's owner. nil when it names none, or none that is live.
+	sessionID := r.Header.Get(headerSessionID)
 	var session *httpSession
-	if id := r.Header.Get(headerSessionID); id != "" {
-		session = h.sessions.get(id)
+	if sessionID != "" {
+		session = h.sessions.get(sessionID)
 	}
 	client := h.clients.acquire(h.clientName(r, session))
 	defer h.clients.release(client)
-	// The record of the POST's route, allocated before the body is read so
-	// that the body (when short) and its reservation live in it: a session's
-	// exchange when the POST names a session, else a 2026 POST's record.
-	// Where the message turns out to go the other way (an initialize, a 2026
-	// message posted with a session id), its route allocates its own.
+	// The record of the POST's route, taken before the body is read so that
+	// the body's reservation (and in a session the body, when short) lives
+	// in it: a session's exchange when the POST names a session, else a
+	// 2026 POST's record, reused once the POST is answered (recyclePost,
+	// deferred first so that it runs last). Where the message turns out to
+	// go the other way (an initialize, a 2026 message posted with a session
+	// id), its route takes its own.
 	var post *statelessPost
 	var exchange *httpExchange
-	var in *postInput
-	if r.Header.Get(headerSessionID) != "" {
+	var body []byte
+	var res *Reservation
+	var ok bool
+	if sessionID != "" {
 		exchange = new(httpExchange)
-		in = &exchange.in
+		body, res, ok = h.readBody(w, r, client.client, &exchange.in.res, exchange.in.body[:])
 	} else {
-		post = new(statelessPost)
-		in = &post.in
+		post = h.takePost()
+		defer h.recyclePost(post)
+		body, res, ok = h.readBody(w, r, client.client, &post.res, nil)
 	}
-	body, res, ok := h.readBody(w, r, client.client, in)
 	if !ok {
 		return
 	}
@@ -51,7 +56,7 @@ func (h *HTTPHandler) servePost(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 		writeJSONFrame(w, http.StatusBadRequest, errorFrame("", errParseFrame))
 		return
-	case env.kind == kindArray && r.Header.Get(headerSessionID) == "":
+	case env.kind == kindArray && sessionID == "":
 		writeJSONFrame(w, http.StatusBadRequest, errorFrame("", errBatchRefused))
 		return
 	case env.kind != kindObject && env.kind != kindArray:
@@ -71,7 +76,8 @@ func (h *HTTPHandler) servePost(w http.ResponseWriter, r *http.Request) {
 	defer h.drain.endExchange()
 	if msg.stateless(r) {
 		if post == nil {
-			post = new(statelessPost)
+			post = h.takePost()
+			defer h.recyclePost(post)
 		}
 		h.serveStateless(w, r, &msg, post)
 		return
@@ -95,15 +101,34 @@ type postedMessage struct {
 	// when absent; hasMeta says whether it is present.
 	metaVersion json.RawMessage
 	hasMeta     bool
+	// mirrored is the JSON text of the params member the Mcp-Name header
+	// mirrors (mirroredMember), arguments that of a tools/call's arguments;
+	// nil when absent.
+	mirrored, arguments json.RawMessage
 }
 
-// read fills m from env, a decoded POST body.
+// read fills m from env, a decoded POST body, in one pass over its params.
 func (m *postedMessage) read(env envelope) {
 	m.env = env
 	m.method, m.methodOK = decodeMethod(env.method)
-	if env.params != nil && env.params[0] == '{' {
-		if meta, ok := lookupMember(env.params, "_meta"); ok && isJSONObject(meta) {
-			m.metaVersion, m.hasMeta = lookupMember(meta, metaKeyProtocolVersion)
+	if env.params == nil || env.params[0] != '{' {
+		return
+	}
+	mirrored := mirroredMember(m.method)
+	members := newMemberScanner(env.params)
+	for {
+		key, escaped, value, ok := members.next()
+		switch {
+		case !ok:
+			return
+		case keyMatches(key, escaped, "_meta"):
+			if isJSONObject(value) {
+				m.metaVersion, m.hasMeta = lookupMember(value, metaKeyProtocolVersion)
+			}
+		case mirrored != "" && keyMatches(key, escaped, mirrored):
+			m.mirrored = value
+		case m.method == methodToolsCall && keyMatches(key, escaped, "arguments"):
+			m.arguments = value
 		}
 	}
 }

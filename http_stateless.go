@@ -14,27 +14,57 @@ import (
 
 // statelessPost is a 2026 POST being served and the outlet of its
 // connection: it writes the answer on the response itself, bounded by
-// WriteTimeout. What the POST needs is in this one record, so that serving
-// it costs one allocation for them all. Owned by the POST's goroutine.
+// WriteTimeout. What the POST needs is in this one record, which the
+// handler reuses for a later POST (takePost, recyclePost) when nothing can
+// hold it any more. Owned by the POST's goroutine.
 type statelessPost struct {
 	sse  sseWriter
 	conn connection // the message's connection
 	// sub is the connection's submitter, registered (registerSubmitter)
 	// only if the connection submits a job: a request an Inline tool
 	// serves on this goroutine needs none. client is whose it is.
-	sub      Submitter
-	h        *HTTPHandler
-	client   *ExecutorClient
-	request  bool // the message is a request, answered with a response
-	answered bool // the answer is complete: the POST is done
+	sub       Submitter
+	h         *HTTPHandler
+	client    *ExecutorClient
+	request   bool // the message is a request, answered with a response
+	answered  bool // the answer is complete: the POST is done
+	submitted bool // the connection registered its submitter: a worker may hold the record
 	// A listen stream's keep-alive ticks and the handler's quit (closed by
 	// CloseStreams); nil for a request.
 	keepAlive <-chan time.Time
 	quit      <-chan struct{}
-	// exec is the room of the message's execution (message.space).
+	// exec is the room of the message's execution (message.space). It
+	// counts as the connection's own (execution.own), so that an inline
+	// request's handler gets a side record of what it may keep
+	// (inlineSide) and the record is left to be reused.
 	exec runtimeExecution
-	// in is the room of the body and its reservation (readBody).
-	in postInput
+	// res is the body's reservation (readBody). The body has a buffer of its
+	// own: a handler may keep its params.
+	res Reservation
+}
+
+// takePost returns a zero 2026 POST record: one a POST left (recyclePost),
+// else a new one.
+func (h *HTTPHandler) takePost() *statelessPost {
+	if p, _ := h.posts.Get().(*statelessPost); p != nil {
+		return p
+	}
+	return new(statelessPost)
+}
+
+// recyclePost keeps p for a later POST once its POST is answered and its
+// body's reservation released, unless something may still hold it: a job
+// a worker ran (its connection registered a submitter), a listen stream's
+// registration, or a HandlerRequest built in its execution (an inline
+// request's is in its side record). Recycling a record saves allocating
+// and clearing its 2 KB on every call, which the heap's fresh memory makes
+// cost more than its size suggests.
+func (h *HTTPHandler) recyclePost(p *statelessPost) {
+	if p.submitted || p.keepAlive != nil || p.exec.handlerSpace.claimed.Load() {
+		return
+	}
+	*p = statelessPost{}
+	h.posts.Put(p)
 }
 
 // serveStateless serves a 2026-07-28 message in p, the POST's record (zero
@@ -94,6 +124,7 @@ func (h *HTTPHandler) serveStateless(w http.ResponseWriter, r *http.Request, msg
 	// Whatever ends the loop (the answer, the client leaving: the deferred
 	// close cancels the request; CloseStreams; the executor closing: its
 	// requests were answered), the POST is done.
+	p.exec.own = &p.exec
 	if err := conn.onMessage(message{env: msg.env, size: msg.size, header: h.messageHeader(r, msg, false), hold: msg.res, space: &p.exec}); err != nil {
 		conn.stopped(r.Context(), err, p)
 		return
@@ -103,7 +134,10 @@ func (h *HTTPHandler) serveStateless(w http.ResponseWriter, r *http.Request, msg
 
 // registerSubmitter registers the connection's submitter when it first
 // submits a job (lazySubmitterOutlet).
-func (p *statelessPost) registerSubmitter() { p.h.initSubmitterFor(&p.sub, p.client) }
+func (p *statelessPost) registerSubmitter() {
+	p.submitted = true
+	p.h.initSubmitterFor(&p.sub, p.client)
+}
 
 // The POST is the HTTP side of its connection's owner loop: it takes no
 // message after its first; its events are the keep-alive ticks of a listen

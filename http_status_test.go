@@ -195,3 +195,20 @@ func TestHTTPStatelessSubmitterOnlyForWorkers(t *testing.T) {
 		}
 	}
 }
+
+// hostWithoutPort answers as net.SplitHostPort where that succeeds, and
+// returns the address unbracketed where it fails (no port).
+func TestHostWithoutPort(t *testing.T) {
+	for _, hostport := range []string{
+		"127.0.0.1:8080", "127.0.0.1:", "example.com:443", "localhost:80", ":80", "[::1]:8080", "[::ffff:127.0.0.1]:1",
+		"[fe80::1%eth0]:1", "::1", "[::1]", "127.0.0.1", "example.com", "", "a:b:c", "[a]b:1", "a]:1", "a[:1",
+	} {
+		want := strings.TrimSuffix(strings.TrimPrefix(hostport, "["), "]")
+		if host, _, err := net.SplitHostPort(hostport); err == nil {
+			want = host
+		}
+		if got := hostWithoutPort(hostport); got != want {
+			t.Errorf("hostWithoutPort(%q) = %q, want %q", hostport, got, want)
+		}
+	}
+}

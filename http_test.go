@@ -921,3 +921,36 @@ func TestHTTPAllowedHostsAndOrigins(t *testing.T) {
 		}
 	}
 }
+
+// The Runtime counts its tools whose schemas name an x-mcp-header, as tools
+// are added and removed: while it counts none, the HTTP transport looks up
+// no schema for a tools/call.
+func TestRuntimeCountsParamHeaderTools(t *testing.T) {
+	rt := newTestRuntime(t, testOptions())
+	handler := func(context.Context, *HandlerRequest) (*ToolResult, error) { return TextResult("ok"), nil }
+	start := rt.paramHeaderTools()
+	add := func(name, schema string) {
+		t.Helper()
+		if err := rt.AddTool(Tool{Name: name, InputSchema: json.RawMessage(schema)}, handler); err != nil {
+			t.Fatal(err)
+		}
+	}
+	annotated := `{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}`
+	add("plain", `{"type":"object","properties":{"region":{"type":"string"}}}`)
+	add("where", annotated)
+	if err := rt.AddTool(Tool{Name: "where", InputSchema: json.RawMessage(annotated)}, handler); err == nil {
+		t.Fatal("a second tool named where was added")
+	}
+	if got := rt.paramHeaderTools(); got != start+1 {
+		t.Fatalf("after adding one annotated tool (and one refused): %d, want %d", got, start+1)
+	}
+	rt.RemoveTool("plain")
+	rt.RemoveTool("nosuch")
+	if got := rt.paramHeaderTools(); got != start+1 {
+		t.Fatalf("after removing a tool without annotations and none: %d, want %d", got, start+1)
+	}
+	rt.RemoveTool("where")
+	if got := rt.paramHeaderTools(); got != start {
+		t.Fatalf("after removing the annotated tool: %d, want %d", got, start)
+	}
+}

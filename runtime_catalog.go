@@ -3,6 +3,7 @@ package main
 import (
 	"slices"
 	"strings"
+	"sync/atomic"
 )
 
 // index is one kind of catalog entry, by key and in key order (byte-wise).
@@ -71,6 +72,9 @@ type catalog struct {
 	// taskTools counts registered tools that declare task support; the
 	// tasks extension is advertised while it is positive.
 	taskTools int
+	// headerTools counts registered tools whose input schemas name an
+	// x-mcp-header (Runtime.paramHeaderTools); written under Runtime.mu.
+	headerTools atomic.Int32
 }
 
 func newCatalog() catalog {

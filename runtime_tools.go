@@ -144,6 +144,9 @@ func (rt *Runtime) AddTool(tool Tool, handler ToolHandler) error {
 	if added && tasks {
 		rt.cat.taskTools++
 	}
+	if added && namesParamHeaders(entry.tool.InputSchema) {
+		rt.cat.headerTools.Add(1)
+	}
 	rt.mu.Unlock()
 	if !added {
 		return fmt.Errorf("adding tool %q: a tool of that name is already registered", tool.Name)
@@ -156,8 +159,13 @@ func (rt *Runtime) AddTool(tool Tool, handler ToolHandler) error {
 // registered. Calls already running finish, and so do its tasks.
 func (rt *Runtime) RemoveTool(name string) bool {
 	rt.mu.Lock()
-	if e := rt.cat.tools.byKey[name]; e != nil && e.tool.Execution.supportsTasks() {
-		rt.cat.taskTools--
+	if e := rt.cat.tools.byKey[name]; e != nil {
+		if e.tool.Execution.supportsTasks() {
+			rt.cat.taskTools--
+		}
+		if namesParamHeaders(e.tool.InputSchema) {
+			rt.cat.headerTools.Add(-1)
+		}
 	}
 	removed := rt.cat.tools.remove(name)
 	rt.mu.Unlock()
@@ -498,3 +506,8 @@ func (rt *Runtime) ToolInputSchema(name string) json.RawMessage {
 	}
 	return nil
 }
+
+// paramHeaderTools returns how many registered tools' input schemas name an
+// x-mcp-header: while none does, the HTTP transport looks up no schema to
+// check a tools/call's Mcp-Param headers (paramHeaderCounter).
+func (rt *Runtime) paramHeaderTools() int { return int(rt.cat.headerTools.Load()) }

@@ -1,5 +1,7 @@
 package main
 
+import "bytes"
+
 // Names the protocol puts on the wire, each spelled once: the methods, the
 // HTTP headers of Streamable HTTP and the reserved _meta keys the transports
 // read or write. (The _meta keys of the dialects are in dialect.go.)
@@ -68,3 +70,10 @@ const (
 	// no canonicalization (TestHTTPHeaderKeysCanonical checks both).
 	httpHeaderProtocolVersion = "Mcp-Protocol-Version"
 )
+
+// namesParamHeaders reports whether a tool's input schema may annotate an
+// argument with x-mcp-header, which a 2026-07-28 client mirrors in an
+// Mcp-Param-{Name} header: a schema that does not name it annotates none.
+func namesParamHeaders(schema []byte) bool {
+	return bytes.Contains(schema, []byte(`"x-mcp-header"`))
+}

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// An Inline tool's handler that keeps its context and HandlerRequest past
+// its return finds them as it left them, over HTTP too, where 2026 POSTs
+// reuse their records (takePost, recyclePost): while later calls run, in
+// records that may be the kept call's, and after them, the context is
+// cancelled, the request's name and arguments (the body's bytes) are
+// unchanged and its Peer has ended. Each round keeps one call and looks
+// while the next one's handler runs: with the pool, most rounds reuse the
+// kept call's record.
+func TestHTTPInlineHandlerKeepsWhatItWasGiven(t *testing.T) {
+	type keptCall struct {
+		ctx context.Context
+		req *HandlerRequest
+	}
+	kept := make(chan keptCall, 1)
+	running, looked := make(chan struct{}, 1), make(chan struct{})
+	rt := newTestRuntime(t, RuntimeOptions{ServerInfo: Implementation{Name: "t", Version: "1"}, Logging: true})
+	err := rt.AddTool(Tool{Name: "keeper", Inline: true}, func(ctx context.Context, req *HandlerRequest) (*ToolResult, error) {
+		var args struct {
+			N    int
+			Keep bool
+		}
+		if err := req.Bind(&args); err != nil {
+			return nil, err
+		}
+		if args.Keep {
+			kept <- keptCall{ctx, req}
+		} else {
+			running <- struct{}{}
+			<-looked
+		}
+		return &ToolResult{Content: []Content{TextContent("kept " + strconv.Itoa(args.N))}}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newHTTPTestServer(t, rt, HTTPOptions{})
+	call := func(n int, keep bool) string {
+		return `{"jsonrpc":"2.0","id":` + strconv.Itoa(n) + `,"method":"tools/call","params":{"name":"keeper","arguments":{"N":` + strconv.Itoa(n) + `,"Keep":` + strconv.FormatBool(keep) + `},` + inlineMeta + `,"io.modelcontextprotocol/logLevel":"debug"}}}`
+	}
+	for round := range 8 {
+		n := 2 * round
+		if got := readBody(t, s.post(stateless("tools/call", "keeper"), call(n, true))); !strings.Contains(got, `"kept `+strconv.Itoa(n)+`"`) {
+			t.Fatalf("round %d: the kept call answered %s", round, got)
+		}
+		first := <-kept
+		want := `{"N":` + strconv.Itoa(n) + `,"Keep":true}`
+		check := func(when string) {
+			t.Helper()
+			if err := first.ctx.Err(); !errors.Is(err, context.Canceled) {
+				t.Errorf("round %d, %s: the kept context's Err is %v, want context.Canceled", round, when, err)
+			}
+			if got := string(first.req.Arguments); first.req.Name != "keeper" || got != want {
+				t.Errorf("round %d, %s: the kept request is %s%s, want keeper%s", round, when, first.req.Name, got, want)
+			}
+			if err := first.req.Log(context.Background(), "info", "keeper", "late"); !errors.Is(err, ErrRequestEnded) {
+				t.Errorf("round %d, %s: Log through the kept request: %v, want ErrRequestEnded", round, when, err)
+			}
+		}
+		answer := s.postAsync(stateless("tools/call", "keeper"), call(n+1, false))
+		<-running
+		check("while the next call runs")
+		looked <- struct{}{}
+		if got := <-answer; !strings.HasPrefix(got, "200 ") || !strings.Contains(got, `"kept `+strconv.Itoa(n+1)+`"`) {
+			t.Fatalf("round %d: the next call answered %s", round, got)
+		}
+		check("after it")
+	}
+}
+
+// recyclePost keeps a 2026 POST's record for a later POST, unless a worker,
+// a listen stream or a handler may still hold it.
+func TestRecyclePostKeepsOnlyRecordsNothingHolds(t *testing.T) {
+	h, err := NewHTTPHandler(newTestRuntime(t, testOptions()), HTTPOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	// taken reports whether the next takePost returns p (the pool may drop
+	// a record; under the race detector it drops some on purpose).
+	taken := func(p *statelessPost) bool { return h.takePost() == p }
+	for _, tt := range []struct {
+		name string
+		mark func(p *statelessPost)
+	}{
+		{"its connection submitted a job", func(p *statelessPost) { p.submitted = true }},
+		{"it serves a listen stream", func(p *statelessPost) { p.keepAlive = make(chan time.Time) }},
+		{"a handler has its HandlerRequest space", func(p *statelessPost) { p.exec.handlerSpace.claimed.Store(true) }},
+	} {
+		for range 20 {
+			p := h.takePost()
+			tt.mark(p)
+			h.recyclePost(p)
+			if taken(p) {
+				t.Fatalf("the record was reused when %s", tt.name)
+			}
+		}
+	}
+	for range 100 {
+		p := h.takePost()
+		p.request, p.answered, p.exec.own = true, true, &p.exec
+		h.recyclePost(p)
+		if got := h.takePost(); got == p {
+			if got.request || got.answered || got.exec.own != nil {
+				t.Fatal("a reused record is not zero")
+			}
+			return
+		}
+	}
+	t.Fatal("no record was reused in 100 POSTs")
+}
