@@ -85,6 +85,9 @@ func (h *HTTPHandler) servePost(w http.ResponseWriter, r *http.Request) {
 	if exchange == nil {
 		exchange = new(httpExchange)
 	}
+	if post != nil {
+		post.held = true // the session holds the body's reservation, which is in post
+	}
 	h.serveSessionPost(w, r, &msg, session, exchange)
 }
 

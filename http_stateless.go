@@ -23,12 +23,15 @@ type statelessPost struct {
 	// sub is the connection's submitter, registered (registerSubmitter)
 	// only if the connection submits a job: a request an Inline tool
 	// serves on this goroutine needs none. client is whose it is.
-	sub       Submitter
-	h         *HTTPHandler
-	client    *ExecutorClient
-	request   bool // the message is a request, answered with a response
-	answered  bool // the answer is complete: the POST is done
-	submitted bool // the connection registered its submitter: a worker may hold the record
+	sub      Submitter
+	h        *HTTPHandler
+	client   *ExecutorClient
+	request  bool // the message is a request, answered with a response
+	answered bool // the answer is complete: the POST is done
+	// held says something that may outlive the POST holds the record: a
+	// worker (the connection registered its submitter), or a session that
+	// took the message and the body's reservation (servePost).
+	held bool
 	// A listen stream's keep-alive ticks and the handler's quit (closed by
 	// CloseStreams); nil for a request.
 	keepAlive <-chan time.Time
@@ -54,13 +57,13 @@ func (h *HTTPHandler) takePost() *statelessPost {
 
 // recyclePost keeps p for a later POST once its POST is answered and its
 // body's reservation released, unless something may still hold it: a job
-// a worker ran (its connection registered a submitter), a listen stream's
-// registration, or a HandlerRequest built in its execution (an inline
-// request's is in its side record). Recycling a record saves allocating
+// a worker ran (its connection registered a submitter), a session that
+// took its message, a listen stream's registration, or a HandlerRequest
+// built in its execution (an inline request's is in its side record). Recycling a record saves allocating
 // and clearing its 2 KB on every call, which the heap's fresh memory makes
 // cost more than its size suggests.
 func (h *HTTPHandler) recyclePost(p *statelessPost) {
-	if p.submitted || p.keepAlive != nil || p.exec.handlerSpace.claimed.Load() {
+	if p.held || p.keepAlive != nil || p.exec.handlerSpace.claimed.Load() {
 		return
 	}
 	*p = statelessPost{}
@@ -135,7 +138,7 @@ func (h *HTTPHandler) serveStateless(w http.ResponseWriter, r *http.Request, msg
 // registerSubmitter registers the connection's submitter when it first
 // submits a job (lazySubmitterOutlet).
 func (p *statelessPost) registerSubmitter() {
-	p.submitted = true
+	p.held = true
 	p.h.initSubmitterFor(&p.sub, p.client)
 }
 

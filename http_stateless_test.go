@@ -93,7 +93,7 @@ func TestRecyclePostKeepsOnlyRecordsNothingHolds(t *testing.T) {
 		name string
 		mark func(p *statelessPost)
 	}{
-		{"its connection submitted a job", func(p *statelessPost) { p.submitted = true }},
+		{"a worker or a session holds it", func(p *statelessPost) { p.held = true }},
 		{"it serves a listen stream", func(p *statelessPost) { p.keepAlive = make(chan time.Time) }},
 		{"a handler has its HandlerRequest space", func(p *statelessPost) { p.exec.handlerSpace.claimed.Store(true) }},
 	} {
