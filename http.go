@@ -333,7 +333,7 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusForbidden, "Forbidden: Host header is not allowed")
 		return
 	}
-	if origin := r.Header.Get("Origin"); origin != "" && !h.allowedOrigin(origin) {
+	if origin := firstHeader(r.Header, headerOrigin); origin != "" && !h.allowedOrigin(origin) {
 		httpError(w, http.StatusForbidden, "Forbidden: Origin header is not allowed")
 		return
 	}

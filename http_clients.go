@@ -246,7 +246,7 @@ type postInput struct {
 // held in res. A body of a known length that fits in room (nil: none) is
 // read there.
 func (h *HTTPHandler) readBody(w http.ResponseWriter, r *http.Request, client *ExecutorClient, res *Reservation, room []byte) ([]byte, *Reservation, bool) {
-	if !isJSONMediaType(r.Header.Get("Content-Type")) {
+	if !isJSONMediaType(firstHeader(r.Header, headerContentType)) {
 		httpError(w, http.StatusUnsupportedMediaType, "Unsupported Media Type: Content-Type must be application/json")
 		return nil, nil, false
 	}

@@ -84,6 +84,16 @@ func mirroredMember(method string) string {
 	return ""
 }
 
+// firstHeader is Header.Get for a key in net/http's canonical form, as the
+// header constants are (TestHTTPHeaderKeysCanonical): the first value, ""
+// when there is none, without canonicalizing key again.
+func firstHeader(header http.Header, key string) string {
+	if values := header[key]; len(values) > 0 {
+		return values[0]
+	}
+	return ""
+}
+
 // requestHeaderValue returns the first value of the header key (in
 // net/http's canonical form), trimmed, and whether the request carries it.
 func requestHeaderValue(header http.Header, key string) (string, bool) {

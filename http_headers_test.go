@@ -16,7 +16,7 @@ func TestHTTPHeaderKeysCanonical(t *testing.T) {
 	if got := textproto.CanonicalMIMEHeaderKey(headerProtocolVersion); got != httpHeaderProtocolVersion {
 		t.Errorf("httpHeaderProtocolVersion %q, want %q, the canonical form of %q", httpHeaderProtocolVersion, got, headerProtocolVersion)
 	}
-	for _, name := range []string{headerSessionID, headerMethod, headerName} {
+	for _, name := range []string{headerSessionID, headerMethod, headerName, headerParamPrefix, headerOrigin, headerContentType, headerAccept, headerTraceparent, headerTracestate} {
 		if got := textproto.CanonicalMIMEHeaderKey(name); got != name {
 			t.Errorf("header constant %q is not canonical (%q)", name, got)
 		}

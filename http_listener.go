@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -74,6 +75,9 @@ type HTTPListener struct {
 	// wentIdle has room for one signal, sent when a connection goes idle,
 	// for an Accept waiting at the bound.
 	wentIdle chan struct{}
+	// wentIdleCount counts the connections' moves to idle: the order of
+	// their idleOrder (a clock read for each request cost more).
+	wentIdleCount atomic.Int64
 }
 
 // NewHTTPListener wraps inner. An invalid option is an error naming it.
@@ -141,10 +145,10 @@ func (l *HTTPListener) guard(c net.Conn) *guardedConn {
 func (l *HTTPListener) shedIdle() {
 	l.mu.Lock()
 	var oldest *guardedConn
-	var since int64
+	var first int64
 	for c := range l.conns {
-		if t := c.idleSince.Load(); t != 0 && (oldest == nil || t < since) {
-			oldest, since = c, t
+		if n := c.idleOrder.Load(); n != 0 && (oldest == nil || n < first) {
+			oldest, first = c, n
 		}
 	}
 	l.mu.Unlock()
@@ -163,10 +167,10 @@ func (l *HTTPListener) ConnState(c net.Conn, state http.ConnState) {
 		return
 	}
 	if state != http.StateIdle {
-		gc.idleSince.Store(0)
+		gc.idleOrder.Store(0)
 		return
 	}
-	gc.idleSince.Store(time.Now().UnixNano())
+	gc.idleOrder.Store(l.wentIdleCount.Add(1))
 	if len(l.slots) == cap(l.slots) { // an Accept may be waiting for this
 		select {
 		case l.wentIdle <- struct{}{}:
@@ -200,9 +204,10 @@ var errAmbiguousFraming = errors.New("mcpstdio: a request carries both Content-L
 type guardedConn struct {
 	net.Conn
 	l *HTTPListener
-	// idleSince is when the connection last went idle between two
-	// requests (UnixNano), 0 while it is not idle; see ConnState.
-	idleSince atomic.Int64
+	// idleOrder orders the connections idle between two requests by when
+	// they went idle (HTTPListener.wentIdleCount; the lowest, the longest
+	// idle), 0 while it is not idle; see ConnState.
+	idleOrder atomic.Int64
 	closeOnce sync.Once
 	scan      framingScan // used by Read only: net/http reads a connection on one goroutine at a time
 	rdeadline lazyDeadline
@@ -220,6 +225,13 @@ type guardedConn struct {
 // buffer it filled at the request's start, most of them bound no read at
 // all. Its write deadline it clears after each request, and the handler
 // sets it a WriteTimeout ahead for each answer.
+//
+// A read deadline of none is not given while the connection has another:
+// that one stays, and a Read it ends is tried again once none is given
+// (end). net/http asks for none as its background read starts, between
+// the idle deadline of the request's start and the one in the past that
+// ends that read, so this saves a timer move per request; a Read still
+// fails only at a deadline asked.
 //
 // A coarse one (the write deadline) is also given to the connection a
 // little later than asked, so that the next ones asked need not move it:
@@ -284,6 +296,8 @@ func (d *lazyDeadline) apply(conn net.Conn) error {
 		return nil
 	case d.write && !want.IsZero() && !d.set.IsZero() && !want.After(d.set) && d.set.Sub(want) <= d.slack:
 		return nil
+	case !d.write && want.IsZero():
+		return nil // the deadline it has stays, and a read it ends is tried again (end)
 	}
 	if d.write && !want.IsZero() {
 		if left := time.Until(want); left > 0 {
@@ -314,10 +328,22 @@ func (d *lazyDeadline) start(conn net.Conn) error {
 	return nil
 }
 
-func (d *lazyDeadline) end() {
+// end is called when a Read (Write) that start let begin returned n and
+// err. It reports whether a Read should be tried again: it ended at the
+// deadline the connection kept where none was asked, which is then lifted.
+func (d *lazyDeadline) end(conn net.Conn, n int, err error) (again bool) {
 	d.mu.Lock()
+	defer d.mu.Unlock()
 	d.busy = false
-	d.mu.Unlock()
+	if d.write || n != 0 || !d.want.IsZero() || d.set.IsZero() || !errors.Is(err, os.ErrDeadlineExceeded) {
+		return false
+	}
+	if conn.SetReadDeadline(time.Time{}) != nil {
+		d.failed = true
+		return false
+	}
+	d.set = time.Time{}
+	return true
 }
 
 // Write writes to the connection under its write deadline.
@@ -325,8 +351,9 @@ func (c *guardedConn) Write(p []byte) (int, error) {
 	if err := c.wdeadline.start(c.Conn); err != nil {
 		return 0, err
 	}
-	defer c.wdeadline.end()
-	return c.Conn.Write(p)
+	n, err := c.Conn.Write(p)
+	c.wdeadline.end(c.Conn, n, err)
+	return n, err
 }
 
 // Read reads from the connection up to the start of the line that makes a
@@ -335,11 +362,14 @@ func (c *guardedConn) Read(p []byte) (int, error) {
 	if c.scan.ambiguous {
 		return 0, errAmbiguousFraming
 	}
-	if err := c.rdeadline.start(c.Conn); err != nil {
-		return 0, err
+	var n int
+	var err error
+	for again := true; again; again = c.rdeadline.end(c.Conn, n, err) {
+		if err := c.rdeadline.start(c.Conn); err != nil {
+			return 0, err
+		}
+		n, err = c.Conn.Read(p)
 	}
-	n, err := c.Conn.Read(p)
-	c.rdeadline.end()
 	switch cut := c.scan.scan(p[:n]); {
 	case cut == 0:
 		return 0, errAmbiguousFraming
@@ -352,7 +382,7 @@ func (c *guardedConn) Read(p []byte) (int, error) {
 // Close closes the connection and frees its slot, once.
 func (c *guardedConn) Close() error {
 	c.closeOnce.Do(func() {
-		c.idleSince.Store(0)
+		c.idleOrder.Store(0)
 		c.l.mu.Lock()
 		delete(c.l.conns, c)
 		c.l.mu.Unlock()

@@ -2,10 +2,12 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -270,8 +272,7 @@ func TestHTTPListenerShedsTheLongestIdleConnection(t *testing.T) {
 			}
 			open = append(open, c)
 		}
-		ln.ConnState(open[1], http.StateIdle) // idle longest
-		time.Sleep(time.Second)               // the bubble's clock: orders the two idle times
+		ln.ConnState(open[1], http.StateIdle) // idle longest: first to go idle
 		ln.ConnState(open[2], http.StateIdle)
 		ln.ConnState(open[0], http.StateActive)
 		fourth, err := ln.Accept()
@@ -345,13 +346,21 @@ type deadlineConn struct {
 }
 
 func newDeadlineConn() *deadlineConn {
-	return &deadlineConn{entered: make(chan struct{}, 1), reads: make(chan string, 1)}
+	return &deadlineConn{entered: make(chan struct{}, 2), reads: make(chan string, 2)}
 }
 
 func (c *deadlineConn) Read(p []byte) (int, error) {
 	c.entered <- struct{}{}
-	return copy(p, <-c.reads), nil
+	read := <-c.reads
+	if read == timedOut {
+		return 0, os.ErrDeadlineExceeded
+	}
+	return copy(p, read), nil
 }
+
+// timedOut, sent on a deadlineConn's reads, makes its Read fail as at a
+// deadline.
+const timedOut = "\x00timed out"
 
 // Write succeeds; while gate is not nil it first reports that it started
 // on entered and waits for gate.
@@ -386,8 +395,9 @@ func (c *deadlineConn) sets() (read, write []time.Time) {
 
 // A guarded connection's read deadline reaches the connection when a Read
 // starts, the last one set only and only when it changed, or at once while
-// a Read is in flight (so that a deadline in the past still ends it);
-// SetDeadline sets the write deadline at once.
+// a Read is in flight (so that a deadline in the past still ends it); none
+// reaches it only when a Read ended at the deadline the connection kept,
+// which is then tried again; SetDeadline sets the write deadline too.
 func TestGuardedConnReadDeadlineIsLazy(t *testing.T) {
 	inner := newDeadlineConn()
 	c := newGuardedConn(inner, nil)
@@ -421,7 +431,27 @@ func TestGuardedConnReadDeadlineIsLazy(t *testing.T) {
 	expect("after a read under the same deadline", idle)
 	c.SetReadDeadline(time.Time{})
 	read()
-	expect("after a read under none", idle, time.Time{})
+	expect("after a read under none", idle)
+
+	// A Read under none that ends at the deadline the connection kept is
+	// tried again under none; one that ends at a deadline asked fails.
+	inner.reads <- timedOut
+	inner.reads <- "x"
+	if n, err := c.Read(buf); n != 1 || err != nil {
+		t.Fatalf("a Read under none, at the kept deadline: %d, %v; want 1 byte", n, err)
+	}
+	<-inner.entered
+	<-inner.entered
+	expect("after a read under none that met the kept deadline", idle, time.Time{})
+	c.SetReadDeadline(idle)
+	inner.reads <- timedOut
+	if n, err := c.Read(buf); n != 0 || !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("a Read at its deadline: %d, %v; want it to fail", n, err)
+	}
+	<-inner.entered
+	expect("after a read that met its deadline", idle, time.Time{}, idle)
+	c.SetReadDeadline(time.Time{})
+	read()
 
 	// A Read in flight gets a new deadline at once.
 	done := make(chan error, 1)
@@ -432,7 +462,7 @@ func TestGuardedConnReadDeadlineIsLazy(t *testing.T) {
 	<-inner.entered
 	past := base.Add(-time.Hour)
 	c.SetReadDeadline(past)
-	expect("while a read is in flight", idle, time.Time{}, past)
+	expect("while a read is in flight", idle, time.Time{}, idle, past)
 	inner.reads <- "x"
 	if err := <-done; err != nil {
 		t.Fatalf("Read: %v", err)
@@ -443,9 +473,9 @@ func TestGuardedConnReadDeadlineIsLazy(t *testing.T) {
 	if _, write := inner.sets(); !slices.EqualFunc(write, []time.Time{body}, time.Time.Equal) {
 		t.Errorf("SetDeadline, then a write: write deadlines %v, want %v", write, body)
 	}
-	expect("after SetDeadline", idle, time.Time{}, past)
+	expect("after SetDeadline", idle, time.Time{}, idle, past)
 	read()
-	expect("after SetDeadline and a read", idle, time.Time{}, past, body)
+	expect("after SetDeadline and a read", idle, time.Time{}, idle, past, body)
 }
 
 // A guarded connection's write deadline reaches the connection when a

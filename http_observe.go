@@ -16,7 +16,7 @@ func (h *HTTPHandler) transportValues(r *http.Request) context.Context {
 	}
 	return withTransportInfo(r.Context(), h.opts.Observer, TransportInfo{
 		ClientAddress: h.ClientAddress(r),
-		Traceparent:   r.Header.Get("Traceparent"),
-		Tracestate:    r.Header.Get("Tracestate"),
+		Traceparent:   firstHeader(r.Header, headerTraceparent),
+		Tracestate:    firstHeader(r.Header, headerTracestate),
 	})
 }

@@ -13,14 +13,14 @@ import (
 
 // servePost serves one JSON-RPC message POSTed to the endpoint.
 func (h *HTTPHandler) servePost(w http.ResponseWriter, r *http.Request) {
-	acceptJSON, acceptSSE := mediaTypes(r.Header.Values("Accept"))
+	acceptJSON, acceptSSE := mediaTypes(r.Header[headerAccept])
 	if !acceptJSON || !acceptSSE {
 		httpError(w, http.StatusNotAcceptable, "Not Acceptable: Accept must list application/json and text/event-stream")
 		return
 	}
 	// The session the POST names, looked up once: its client, then its
 	// message's owner. nil when it names none, or none that is live.
-	sessionID := r.Header.Get(headerSessionID)
+	sessionID := firstHeader(r.Header, headerSessionID)
 	var session *httpSession
 	if sessionID != "" {
 		session = h.sessions.get(sessionID)
@@ -172,10 +172,10 @@ func (m *postedMessage) stateless(r *http.Request) bool {
 	if m.hasMeta {
 		return true
 	}
-	if r.Header.Get(headerSessionID) != "" || m.isResponse() || m.method == methodInitialize {
+	if firstHeader(r.Header, headerSessionID) != "" || m.isResponse() || m.method == methodInitialize {
 		return false
 	}
-	v := r.Header.Get(httpHeaderProtocolVersion)
+	v := firstHeader(r.Header, httpHeaderProtocolVersion)
 	return v == "" || isStatelessVersion(v) || !isKnownProtocolVersion(v)
 }
 

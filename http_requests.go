@@ -15,10 +15,10 @@ import (
 // session its Mcp-Session-Id named when it arrived (nil for none). x is the
 // POST's record, zero but for its body's room (in).
 func (h *HTTPHandler) serveSessionPost(w http.ResponseWriter, r *http.Request, msg *postedMessage, named *httpSession, x *httpExchange) {
-	x.streamWriter, x.msg, x.header, x.values, x.version = newStreamWriter(), *msg, h.messageHeader(r, msg, true), h.transportValues(r), r.Header.Get(httpHeaderProtocolVersion)
+	x.streamWriter, x.msg, x.header, x.values, x.version = newStreamWriter(), *msg, h.messageHeader(r, msg, true), h.transportValues(r), firstHeader(r.Header, httpHeaderProtocolVersion)
 	msg = &x.msg
 	var s *httpSession
-	if r.Header.Get(headerSessionID) == "" && msg.method == methodInitialize && msg.isRequest() {
+	if firstHeader(r.Header, headerSessionID) == "" && msg.method == methodInitialize && msg.isRequest() {
 		delete(x.header, headerProtocolVersion) // initialize negotiates the version itself
 		if h.closing() {
 			writeJSONFrame(w, http.StatusOK, errorFrame(msg.id(), errShuttingDown))
@@ -48,7 +48,7 @@ func (h *HTTPHandler) serveSessionPost(w http.ResponseWriter, r *http.Request, m
 // sessionFor returns the session a request names, answering the request
 // itself when there is none it may use (see namedSession).
 func (h *HTTPHandler) sessionFor(w http.ResponseWriter, r *http.Request) *httpSession {
-	return h.namedSession(w, r, h.sessions.get(r.Header.Get(headerSessionID)))
+	return h.namedSession(w, r, h.sessions.get(firstHeader(r.Header, headerSessionID)))
 }
 
 // namedSession returns s, the live session a request's Mcp-Session-Id names
@@ -57,7 +57,7 @@ func (h *HTTPHandler) sessionFor(w http.ResponseWriter, r *http.Request) *httpSe
 // another principal created (a session belongs to its principal, not to a
 // token: a fresh token of the same one keeps it).
 func (h *HTTPHandler) namedSession(w http.ResponseWriter, r *http.Request, s *httpSession) *httpSession {
-	if r.Header.Get(headerSessionID) == "" {
+	if firstHeader(r.Header, headerSessionID) == "" {
 		httpError(w, http.StatusBadRequest, "Bad Request: Mcp-Session-Id header is required")
 		return nil
 	}
@@ -74,12 +74,12 @@ func (h *HTTPHandler) namedSession(w http.ResponseWriter, r *http.Request, s *ht
 // serveGet opens the session's stream of server-initiated messages, or
 // resumes a stream after Last-Event-ID.
 func (h *HTTPHandler) serveGet(w http.ResponseWriter, r *http.Request) {
-	if r.Header.Get(headerSessionID) == "" {
+	if firstHeader(r.Header, headerSessionID) == "" {
 		w.Header().Set("Allow", "POST")
 		httpError(w, http.StatusMethodNotAllowed, "Method Not Allowed: GET needs an Mcp-Session-Id (2026-07-28 has no GET stream)")
 		return
 	}
-	if _, sse := mediaTypes(r.Header.Values("Accept")); !sse {
+	if _, sse := mediaTypes(r.Header[headerAccept]); !sse {
 		httpError(w, http.StatusNotAcceptable, "Not Acceptable: Accept must list text/event-stream")
 		return
 	}
@@ -88,7 +88,7 @@ func (h *HTTPHandler) serveGet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writer := newStreamWriter()
-	g := getRequest{w: &writer, lastEventID: r.Header.Get(headerLastEventID), version: r.Header.Get(httpHeaderProtocolVersion), reply: make(chan getVerdict, 1)}
+	g := getRequest{w: &writer, lastEventID: r.Header.Get(headerLastEventID), version: firstHeader(r.Header, httpHeaderProtocolVersion), reply: make(chan getVerdict, 1)}
 	if !s.control(g) {
 		httpError(w, http.StatusNotFound, "Session not found")
 		return
@@ -117,7 +117,7 @@ func (h *HTTPHandler) serveGet(w http.ResponseWriter, r *http.Request) {
 
 // serveDelete ends a session.
 func (h *HTTPHandler) serveDelete(w http.ResponseWriter, r *http.Request) {
-	if r.Header.Get(headerSessionID) == "" {
+	if firstHeader(r.Header, headerSessionID) == "" {
 		w.Header().Set("Allow", "POST")
 		httpError(w, http.StatusMethodNotAllowed, "Method Not Allowed: DELETE needs an Mcp-Session-Id (2026-07-28 has no sessions)")
 		return

@@ -69,6 +69,14 @@ const (
 	// Header keys spell it, so that looking it up in an http.Header costs
 	// no canonicalization (TestHTTPHeaderKeysCanonical checks both).
 	httpHeaderProtocolVersion = "Mcp-Protocol-Version"
+	// Headers of HTTP itself and of trace propagation that the handler
+	// reads on every request, looked up without canonicalization
+	// (firstHeader).
+	headerOrigin      = "Origin"
+	headerContentType = "Content-Type"
+	headerAccept      = "Accept"
+	headerTraceparent = "Traceparent"
+	headerTracestate  = "Tracestate"
 )
 
 // namesParamHeaders reports whether a tool's input schema may annotate an
