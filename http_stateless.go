@@ -44,6 +44,10 @@ type statelessPost struct {
 	// res is the body's reservation (readBody). The body has a buffer of its
 	// own: a handler may keep its params.
 	res Reservation
+	// frame is the buffer the answer frame of an Inline request is built in
+	// (frameLender), kept with the record for the next POST: the answer is
+	// copied into net/http's response as it is written.
+	frame []byte
 }
 
 // takePost returns a zero 2026 POST record: one a POST left (recyclePost),
@@ -66,9 +70,27 @@ func (h *HTTPHandler) recyclePost(p *statelessPost) {
 	if p.held || p.keepAlive != nil || p.exec.handlerSpace.claimed.Load() {
 		return
 	}
+	frame := p.frame
 	*p = statelessPost{}
+	p.frame = frame
 	h.posts.Put(p)
 }
+
+// lendFrame and takeBackFrame make the POST a frameLender: an Inline
+// request's answer frame is built in the record's buffer, which is free
+// again once the answer is written (answer), before the connection takes it
+// back. A buffer over maxPostFrameBytes is not kept: records wait in the
+// pool, and most answers are short.
+func (p *statelessPost) lendFrame() []byte { return p.frame[:0] }
+func (p *statelessPost) takeBackFrame(b []byte) {
+	if cap(b) <= maxPostFrameBytes {
+		p.frame = b[:0]
+	}
+}
+
+// maxPostFrameBytes bounds the answer frame buffer a 2026 POST's record
+// keeps for reuse.
+const maxPostFrameBytes = 4 << 10
 
 // serveStateless serves a 2026-07-28 message in p, the POST's record (zero
 // but for its body's room, in): its headers must mirror its

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strconv"
 	"strings"
@@ -118,4 +119,29 @@ func TestRecyclePostKeepsOnlyRecordsNothingHolds(t *testing.T) {
 		}
 	}
 	t.Fatal("no record was reused in 100 POSTs")
+}
+
+// A 2026 POST's Inline answer is built in a buffer its record keeps for the
+// next POST (statelessPost.lendFrame): answers of every length, longer and
+// shorter than the one before, and one over the kept size, each come
+// whole and alone.
+func TestHTTPInlineAnswerFramesAreReusedWhole(t *testing.T) {
+	s := newHTTPTestServer(t, nil, HTTPOptions{})
+	for i, n := range []int{3000, 1, 100, 6000, 2, 3000, 0, 50} {
+		text := strings.Repeat(string(rune('a'+i)), n)
+		body := `{"jsonrpc":"2.0","id":` + strconv.Itoa(i) + `,"method":"tools/call","params":{"name":"echo","arguments":{"text":"` + text + `"},` + meta2026 + `}}`
+		got := readBody(t, s.post(stateless("tools/call", "echo"), body))
+		var answer struct {
+			ID     int `json:"id"`
+			Result struct {
+				Content []struct{ Text string } `json:"content"`
+			} `json:"result"`
+		}
+		if err := json.Unmarshal([]byte(got), &answer); err != nil {
+			t.Fatalf("answer %d (%d bytes of text) is not one JSON object: %v: %.200s", i, n, err, got)
+		}
+		if answer.ID != i || len(answer.Result.Content) != 1 || answer.Result.Content[0].Text != text {
+			t.Fatalf("answer %d: id %d, content %+v, want the %d-byte text back", i, answer.ID, answer.Result.Content, n)
+		}
+	}
 }
