@@ -22,7 +22,8 @@ import (
 // of issue 16 (the goal is under 150 MiB each):
 //
 //   - header-lines: 200 connections that each send 1 MB of one unfinished
-//     header line (rss-after-MiB: two seconds after they are dropped);
+//     header line (rss-after-MiB: once they are dropped and the server has
+//     closed its ends);
 //   - echo: 100 concurrent 2026 tools/call echoes of 1.9 MB, their answers
 //     read or not read (the server's writes then wait for WriteTimeout),
 //     from one host, or from 100 hosts (loopback addresses 127.0.0.2 to
@@ -65,6 +66,7 @@ type httpBenchServer struct {
 	cmd  *exec.Cmd
 	addr string // host:port
 	rss  *rssSampler
+	fds  int // the descriptors it had open once it served, before any load
 }
 
 func startHTTPBenchServer(b *testing.B) *httpBenchServer {
@@ -95,7 +97,38 @@ func startHTTPBenchServer(b *testing.B) *httpBenchServer {
 	}
 	go io.Copy(io.Discard, stderr)
 	s.rss = startRSSSampler(b, cmd.Process.Pid)
+	s.fds = openFDs(cmd.Process.Pid)
 	return s
+}
+
+// openFDs returns how many descriptors pid has open, -1 when /proc does not
+// tell.
+func openFDs(pid int) int {
+	fds, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/fd")
+	if err != nil {
+		return -1
+	}
+	return len(fds)
+}
+
+// awaitConnectionsClosed waits until the server has no more descriptors
+// open than before its load: it closed its end of every connection.
+func (s *httpBenchServer) awaitConnectionsClosed(b *testing.B) {
+	b.Helper()
+	poll := time.NewTicker(10 * time.Millisecond)
+	defer poll.Stop()
+	give := time.After(60 * time.Second)
+	for {
+		n := openFDs(s.cmd.Process.Pid)
+		if n <= s.fds {
+			return
+		}
+		select {
+		case <-poll.C:
+		case <-give:
+			b.Fatalf("the server still has %d descriptors open after 60 s, %d before the load", n, s.fds)
+		}
+	}
 }
 
 // stop ends the server and returns its peak RSS in MiB.
@@ -150,7 +183,7 @@ func benchmarkHeaderLines(b *testing.B) {
 			c.Close()
 		}
 	}
-	time.Sleep(2 * time.Second)
+	s.awaitConnectionsClosed(b)
 	after := vmRSS(s.cmd.Process.Pid)
 	b.ReportMetric(s.stop(), "peak-rss-MiB")
 	b.ReportMetric(float64(after)/(1<<20), "rss-after-MiB")
@@ -175,7 +208,7 @@ func benchmarkEchoes(b *testing.B, read bool, hosts int) {
 	var wg sync.WaitGroup
 	var notEchoed atomic.Int64
 	var mu sync.Mutex
-	var unread []io.Closer // closed once the write timeout passed
+	var unread []io.Closer // closed once the server ended their writes (WriteTimeout)
 	for i := range calls {
 		client := hostClient(i%hosts, hosts)
 		wg.Go(func() {
@@ -206,7 +239,7 @@ func benchmarkEchoes(b *testing.B, read bool, hosts int) {
 	}
 	wg.Wait()
 	if !read {
-		time.Sleep(DefaultWriteTimeout + time.Second)
+		s.awaitConnectionsClosed(b) // each at its write's timeout
 		for _, body := range unread {
 			body.Close()
 		}
