@@ -333,21 +333,31 @@ func awaitMetricSum(url string, want float64, names ...string) error {
 	if url == "" {
 		return errors.New("the server announced no metrics page")
 	}
+	var sum float64
+	return awaitCondition(30*time.Second, func() (done bool, err error) {
+		if sum, err = metricSum(url, names...); err != nil {
+			return false, err
+		}
+		return sum >= want, nil
+	}, func() string {
+		return fmt.Sprintf("%s add up to %v, want %v", strings.Join(names, " + "), sum, want)
+	})
+}
+
+// awaitCondition calls check every 10 ms until it reports done or fails;
+// after within it fails, saying how far it got (status).
+func awaitCondition(within time.Duration, check func() (done bool, err error), status func() string) error {
 	poll := time.NewTicker(10 * time.Millisecond)
 	defer poll.Stop()
-	give := time.After(30 * time.Second)
+	give := time.After(within)
 	for {
-		sum, err := metricSum(url, names...)
-		switch {
-		case err != nil:
+		if done, err := check(); err != nil || done {
 			return err
-		case sum >= want:
-			return nil
 		}
 		select {
 		case <-poll.C:
 		case <-give:
-			return fmt.Errorf("%s add up to %v after 30 s, want %v", strings.Join(names, " + "), sum, want)
+			return fmt.Errorf("after %v: %s", within, status())
 		}
 	}
 }

@@ -63,9 +63,9 @@ func (h *HTTPHandler) takePost() *statelessPost {
 // body's reservation released, unless something may still hold it: a job
 // a worker ran (its connection registered a submitter), a session that
 // took its message, a listen stream's registration, or a HandlerRequest
-// built in its execution (an inline request's is in its side record). Recycling a record saves allocating
-// and clearing its 2 KB on every call, which the heap's fresh memory makes
-// cost more than its size suggests.
+// built in its execution (an inline request's is in its side record).
+// Recycling a record saves allocating and clearing its 2 KB on every call,
+// which the heap's fresh memory makes cost more than its size suggests.
 func (h *HTTPHandler) recyclePost(p *statelessPost) {
 	if p.held || p.keepAlive != nil || p.exec.handlerSpace.claimed.Load() {
 		return

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -115,19 +116,15 @@ func openFDs(pid int) int {
 // open than before its load: it closed its end of every connection.
 func (s *httpBenchServer) awaitConnectionsClosed(b *testing.B) {
 	b.Helper()
-	poll := time.NewTicker(10 * time.Millisecond)
-	defer poll.Stop()
-	give := time.After(60 * time.Second)
-	for {
-		n := openFDs(s.cmd.Process.Pid)
-		if n <= s.fds {
-			return
-		}
-		select {
-		case <-poll.C:
-		case <-give:
-			b.Fatalf("the server still has %d descriptors open after 60 s, %d before the load", n, s.fds)
-		}
+	var n int
+	err := awaitCondition(60*time.Second, func() (bool, error) {
+		n = openFDs(s.cmd.Process.Pid)
+		return n <= s.fds, nil
+	}, func() string {
+		return fmt.Sprintf("the server has %d descriptors open, %d before the load", n, s.fds)
+	})
+	if err != nil {
+		b.Fatal(err)
 	}
 }
 
