@@ -153,6 +153,15 @@ type ExecutorOptions struct {
 	MaxClientConcurrency   int
 	MaxClientQueue         int
 	MaxClientInflightBytes int
+
+	// Busy, when not nil, is told each time the executor starts running a
+	// job while it ran none (true) and each time its last running job
+	// returns (false), alternately, beginning with true. It is called with
+	// the executor's lock held, by the goroutine that changed the count: it
+	// must return at once and must not call the executor. A process can
+	// use it to give its workers processors only while some run (the
+	// reference server's -procs).
+	Busy func(busy bool)
 }
 
 // Errors returned by Submit. Test them with errors.Is.
@@ -194,6 +203,7 @@ type Executor struct {
 	timeout        time.Duration // negative means no deadline
 	maxBytes       int           // in-flight byte budget; 0 means none
 	done           chan struct{} // closed by Close
+	busy           func(bool)    // ExecutorOptions.Busy
 	// A client's share of each limit; the client's byte share is 0
 	// exactly when maxBytes is.
 	maxClientConcurrency, maxClientQueue, maxClientBytes int
@@ -242,6 +252,7 @@ func NewExecutor(opts ExecutorOptions) (*Executor, error) {
 		maxBytes:       limits.MaxInflightBytes,
 		done:           make(chan struct{}),
 		submitters:     make(map[*Submitter]struct{}),
+		busy:           opts.Busy,
 	}
 	e.maxClientConcurrency = shareOf(opts.MaxClientConcurrency, e.maxConcurrency)
 	e.maxClientQueue = shareOf(opts.MaxClientQueue, e.maxQueue)

@@ -108,6 +108,9 @@ func (e *Executor) admitLocked(j *job) (startNow bool, err error) {
 	if startNow {
 		e.running++
 		c.running++
+		if e.running == 1 && e.busy != nil {
+			e.busy(true)
+		}
 		e.startLocked(j)
 	} else {
 		j.state = jobQueued
@@ -324,6 +327,9 @@ func (e *Executor) finish(j *job, kind OutcomeKind, value, panicValue any, inbox
 		return next, false
 	}
 	e.running--
+	if e.running == 0 && e.busy != nil {
+		e.busy(false)
+	}
 	if inbox == nil || e.closed || len(e.idle) >= e.maxConcurrency {
 		return nil, false
 	}

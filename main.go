@@ -41,6 +41,7 @@ func main() {
 type config struct {
 	writeTimeout, requestTimeout, notifyEvery time.Duration
 	maxLineBytes, maxConcurrency, maxQueue    int
+	procs                                     int // -procs; 0: automatic (main_procs.go)
 	maxSubscriptions, maxInflightBytes        int
 	notificationMethods, protocols            []string
 	logLevel                                  slog.Level
@@ -82,6 +83,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&stateKeyFile, "state-key-file", "", "`FILE` holding the secret that signs pagination cursors and requestStates, so that replicas given the same file accept each other's "+
 		"(at least 32 bytes once trailing whitespace is trimmed; a file of random bytes works, e.g. head -c 32 /dev/urandom | base64 > key); default: a random key per process")
 	fs.IntVar(&c.pageSize, "page-size", defaultPageSize, "items per page of tools/list, prompts/list, resources/list and resources/templates/list")
+	fs.IntVar(&c.procs, "procs", 0, "processors the server runs on (GOMAXPROCS; stdio and -http); 0: on stdio one while no handler runs on a worker and the runtime's default while one does, with -http the runtime's default (a GOMAXPROCS environment variable is kept)")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the session (stdio or -http) to this file")
 	fs.StringVar(&c.memProfile, "memprofile", "", "write a heap profile to this file at the end of the session (stdio or -http)")
 	fs.StringVar(&c.httpAddr, "http", "", "serve Streamable HTTP on this address (e.g. :8080, which binds 127.0.0.1) instead of stdio")
@@ -152,6 +154,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		if v < 0 {
 			return fail("%s must not be negative, got %d", name, v)
 		}
+	}
+	if c.procs < 0 {
+		return fail("-procs must not be negative, got %d", c.procs)
 	}
 	if c.writeTimeout <= 0 {
 		return fail("-write-timeout must be positive, got %v", c.writeTimeout)
@@ -238,6 +243,9 @@ func run(args []string, stdin, stdout, stderr *os.File) int {
 	if err != nil {
 		return 2
 	}
+	if c.procs > 0 {
+		runtime.GOMAXPROCS(c.procs)
+	}
 	logger := slog.New(TraceLogHandler(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: c.logLevel})))
 	store, closeStore, err := c.store.open(c.tasks.TaskLimits, logger)
 	if err != nil {
@@ -304,7 +312,7 @@ func run(args []string, stdin, stdout, stderr *os.File) int {
 	defer restoreOutput()
 	in, restoreInput := pollableInput(stdin)
 	defer restoreInput()
-	tr, err := NewTransport(rt, Options{
+	opts := Options{
 		Input:               in,
 		Output:              out,
 		WriteTimeout:        c.writeTimeout,
@@ -317,7 +325,22 @@ func run(args []string, stdin, stdout, stderr *os.File) int {
 		MaxInflightBytes:    c.maxInflightBytes,
 		Logger:              logger,
 		Observer:            tel.observer(),
-	})
+	}
+	if procs := stdioProcs(c.procs); procs != nil {
+		// The governor needs the executor's Busy: the command makes the
+		// executor the transport would have made, and closes it after Serve.
+		exec, err := NewExecutor(ExecutorOptions{MaxConcurrency: c.maxConcurrency, MaxQueue: c.maxQueue, MaxInflightBytes: c.maxInflightBytes, Busy: procs.busy})
+		if err != nil {
+			fmt.Fprintln(stderr, "mcpstdio:", err)
+			return 2
+		}
+		defer exec.Close()
+		opts.Executor, opts.MaxConcurrency, opts.MaxQueue, opts.MaxInflightBytes = exec, 0, 0, 0
+		governed := make(chan struct{})
+		defer close(governed)
+		go procs.run(governed)
+	}
+	tr, err := NewTransport(rt, opts)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 2

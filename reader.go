@@ -134,6 +134,13 @@ func (lr *lineReader) endLine(tail []byte) (line []byte, err error, ok bool) {
 	return lr.takePartial(tail), nil, true
 }
 
+// lineBuffered reports whether a whole line is buffered after the one next
+// returned last (a line next returns without reading again). It is for a
+// line next returned without error: the reader is not discarding then.
+func (lr *lineReader) lineBuffered() bool {
+	return bytes.IndexByte(lr.chunk[lr.start:lr.end], '\n') >= 0
+}
+
 // finish handles the error src returned, once all data that came before it is consumed.
 func (lr *lineReader) finish() ([]byte, error) {
 	if lr.srcErr != io.EOF {
@@ -240,6 +247,10 @@ type inbound struct {
 	tooLong  bool
 	eof      bool
 	readErr  error
+	// more is set when the line after this one is already read whole: the
+	// source hands it over next without waiting on its input, so the
+	// coordinator may hold its frames for it (coordinator.idle).
+	more bool
 }
 
 // linesBuffer is how many decoded lines the reading goroutine may hand over
@@ -297,6 +308,7 @@ func readLines(lr *lineReader, out chan<- inbound, ahead *lookahead, stop <-chan
 		case err == nil:
 			in.line = line
 			in.env, in.parseErr = decodeEnvelope(line)
+			in.more = lr.lineBuffered()
 		case errors.Is(err, errLineTooLong):
 			in.tooLong = true
 		case errors.Is(err, io.EOF):
