@@ -7,16 +7,24 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 )
 
-// fSetPipeSize is Linux's F_SETPIPE_SZ fcntl command (not in package
-// syscall): it sets a pipe's capacity.
-const fSetPipeSize = 1031
+// pipeSize is the capacity of the pipe f is an end of (F_GETPIPE_SZ).
+func pipeSize(t *testing.T, f *os.File) int {
+	t.Helper()
+	n, _, errno := syscall.Syscall(syscall.SYS_FCNTL, f.Fd(), syscall.F_GETPIPE_SZ, 0)
+	if errno != 0 {
+		t.Fatalf("F_GETPIPE_SZ: %v", errno)
+	}
+	return int(n)
+}
 
 // The binary's stdout is a 4 KiB pipe whose reader takes 200 bytes every
 // 10 ms, while 96 pipelined tools/call answers of about 450 bytes are due,
@@ -29,7 +37,7 @@ func TestBinarySlowSteadyReaderGetsEveryAnswer(t *testing.T) {
 	const calls = 96
 	inR, inW := blockingPipe(t)
 	outR, outW := blockingPipe(t)
-	if _, _, errno := syscall.Syscall(syscall.SYS_FCNTL, outW.Fd(), fSetPipeSize, 4096); errno != 0 {
+	if _, _, errno := syscall.Syscall(syscall.SYS_FCNTL, outW.Fd(), syscall.F_SETPIPE_SZ, 4096); errno != 0 {
 		t.Skipf("F_SETPIPE_SZ: %v", errno)
 	}
 	var stderr strings.Builder
@@ -93,5 +101,40 @@ func TestBinarySlowSteadyReaderGetsEveryAnswer(t *testing.T) {
 	}
 	if !strings.HasSuffix(string(all), "\n") || len(answered) != calls+1 {
 		t.Fatalf("%d answers of %d (last byte %q); stderr %q", len(answered), calls+1, all[len(all)-1:], stderr.String())
+	}
+	if n := pipeSize(t, outR); n != 4096 {
+		t.Fatalf("the server changed the capacity of the pipe its client chose from 4096 to %d", n)
+	}
+}
+
+// The binary enlarges its stdin and stdout pipes to pipeBytes when they
+// have Linux's default capacity (growPipe).
+func TestBinaryGrowsDefaultPipes(t *testing.T) {
+	if b, err := os.ReadFile("/proc/sys/fs/pipe-max-size"); err != nil {
+		t.Skipf("pipe-max-size: %v", err)
+	} else if max, err := strconv.Atoi(strings.TrimSpace(string(b))); err != nil || max < pipeBytes {
+		t.Skipf("pipe-max-size %q is below %d", b, pipeBytes)
+	}
+	inR, inW := blockingPipe(t)
+	outR, outW := blockingPipe(t)
+	if pipeSize(t, inW) != 16*os.Getpagesize() || pipeSize(t, outR) != 16*os.Getpagesize() {
+		t.Skipf("new pipes have %d bytes, not Linux's default", pipeSize(t, inW))
+	}
+	cmd := exec.Command(serverBinary(t))
+	cmd.Stdin, cmd.Stdout = inR, outW
+	startCommand(t, cmd)
+	inR.Close()
+	outW.Close()
+	// The answer to a ping comes after the server set its pipes up.
+	io.WriteString(inW, `{"jsonrpc":"2.0","id":1,"method":"ping"}`+"\n")
+	if line, err := bufio.NewReader(outR).ReadString('\n'); err != nil || !strings.Contains(line, `"result":{}`) {
+		t.Fatalf("ping answered %q, %v", line, err)
+	}
+	if in, out := pipeSize(t, inW), pipeSize(t, outR); in != pipeBytes || out != pipeBytes {
+		t.Fatalf("pipe capacities: stdin %d, stdout %d; want %d", in, out, pipeBytes)
+	}
+	inW.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("exit: %v", err)
 	}
 }

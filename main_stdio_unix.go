@@ -16,7 +16,7 @@ import (
 // When the output is a pipe or socket, the duplicate is put in non-blocking
 // mode so that SetWriteDeadline can end a write the reader never drains
 // (a terminal or file is left as it is: its mode is shared with other
-// processes). SIGPIPE is ignored, so a vanished reader is an ordinary write
+// processes), and a pipe of the default capacity is enlarged (growPipe). SIGPIPE is ignored, so a vanished reader is an ordinary write
 // error rather than the end of the process.
 //
 // The non-blocking mode belongs to the open file description, which the
@@ -37,14 +37,15 @@ func isolateOutput(stdout, stderr *os.File) (out *os.File, restore func(), err e
 		return nil, nil, fmt.Errorf("point standard output at standard error: %w", err)
 	}
 	_, restoreMode := makePollable(fd)
+	growPipe(fd)
 	out = os.NewFile(uintptr(fd), "protocol-output")
 	return out, keepOpenUntil(out, restoreMode), nil
 }
 
 // pollableInput returns a duplicate of stdin that the Go runtime's poller
 // waits on, when stdin is a pipe or socket, so that a read waiting for the
-// client parks a goroutine instead of a thread; otherwise stdin itself.
-// restore puts stdin's blocking mode back as it was, as isolateOutput's does;
+// client parks a goroutine instead of a thread; otherwise stdin itself. A
+// pipe of the default capacity is enlarged (growPipe). restore puts stdin's blocking mode back as it was, as isolateOutput's does;
 // a read in progress may then block its goroutine's thread.
 func pollableInput(stdin *os.File) (in *os.File, restore func()) {
 	fd, err := syscall.Dup(rawFD(stdin))
@@ -57,6 +58,7 @@ func pollableInput(stdin *os.File) (in *os.File, restore func()) {
 		syscall.Close(fd)
 		return stdin, func() {}
 	}
+	growPipe(fd)
 	in = os.NewFile(uintptr(fd), "protocol-input")
 	return in, keepOpenUntil(in, restoreMode)
 }
