@@ -116,28 +116,45 @@ func cannedResponse(dst, line []byte) []byte {
 	return append(dst, `"}]}}`+"\n"...)
 }
 
+// floorLine is a line the floor's reading goroutine hands over, with more
+// set when the line after it is already read whole (inbound.more).
+type floorLine struct {
+	line []byte
+	more bool
+}
+
 // answerDirect answers each line of lines and writes the answers to the
-// lines ready at once (maxReady at most, as the owner loop takes them) in
-// one write, until lines is closed or a write fails.
-func answerDirect(lines <-chan []byte, out io.Writer) {
+// lines taken in a row (maxReady at most, as the owner loop takes them) in
+// one write, holding them while the next line is already read (as
+// coordinator.idle does), until lines is closed or a write fails.
+func answerDirect(lines <-chan floorLine, out io.Writer) {
 	var frames []byte
-	for line := range lines {
-		frames = cannedResponse(frames[:0], line)
+	for l := range lines {
+		frames = cannedResponse(frames, l.line)
+		more := l.more
 	ready:
 		for range maxReady - 1 {
 			select {
-			case more, ok := <-lines:
+			case next, ok := <-lines:
 				if !ok {
+					more = false
 					break ready
 				}
-				frames = cannedResponse(frames, more)
+				frames, more = cannedResponse(frames, next.line), next.more
 			default:
 				break ready
 			}
 		}
+		if more {
+			continue
+		}
 		if _, err := out.Write(frames); err != nil {
 			return
 		}
+		frames = frames[:0]
+	}
+	if len(frames) > 0 {
+		out.Write(frames)
 	}
 }
 
@@ -146,7 +163,7 @@ func answerDirect(lines <-chan []byte, out io.Writer) {
 // and each worker's frame to a single writing goroutine, one frame in flight.
 // When direct, the loop answers and writes each line itself.
 func runPipelineFloor(in io.Reader, out io.Writer, direct bool) {
-	lines := make(chan []byte, linesBuffer)
+	lines := make(chan floorLine, linesBuffer)
 	go func() {
 		defer close(lines)
 		r := bufio.NewReaderSize(in, defaultReadChunk)
@@ -155,7 +172,8 @@ func runPipelineFloor(in io.Reader, out io.Writer, direct bool) {
 			if err != nil {
 				return
 			}
-			lines <- line
+			buffered, _ := r.Peek(r.Buffered())
+			lines <- floorLine{line: line, more: bytes.IndexByte(buffered, '\n') >= 0}
 		}
 	}()
 	if direct {
@@ -183,13 +201,13 @@ func runPipelineFloor(in io.Reader, out io.Writer, direct bool) {
 	pending, writing := 0, false
 	for lines != nil || pending > 0 || writing {
 		select {
-		case line, ok := <-lines:
+		case l, ok := <-lines:
 			if !ok {
 				lines = nil
 				continue
 			}
 			pending++
-			jobs <- line
+			jobs <- l.line
 		case frame := <-outcomes:
 			pending--
 			if writing && <-results != nil {

@@ -267,6 +267,12 @@ func TestBinaryWriteTimeoutWhenNobodyReads(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		// Initialized, so that each answer is the 64 KiB text: more than
+		// the 1 MiB the binary gives its stdout pipe (growPipe) soon.
+		if _, err := io.WriteString(p.stdin, `{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`+"\n"+
+			`{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"); err != nil {
+			return
+		}
 		for i := range 2000 {
 			line := `{"jsonrpc":"2.0","id":` + strconv.Itoa(i) + `,"method":"tools/call","params":{"name":"echo","arguments":{"text":"` + big + `"}}}` + "\n"
 			if _, err := io.WriteString(p.stdin, line); err != nil {
