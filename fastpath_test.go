@@ -2,10 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"math/rand/v2"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // TestAppendJSONStringMatchesMarshalJSON checks the hand-written string
@@ -213,5 +215,100 @@ func TestHandlerRequestSpace(t *testing.T) {
 	}
 	if got := new(Request).newHandlerRequest(); got == nil {
 		t.Error("no HandlerRequest without a space")
+	}
+}
+
+// longRunText returns a string of n bytes from a fixed seed: mostly plain
+// ASCII, with quotes, backslashes, control characters, non-ASCII and
+// invalid UTF-8 placed now and then, so that runs of every length up to
+// well past longRunBytes end in every kind of byte.
+func longRunText(r *rand.Rand, n int) string {
+	specials := []string{`"`, `\`, "\n", "\x01", "\x1f", "\x7f", "é", "中", "😀", "\xff", "\xc3", "\u2028"}
+	var b strings.Builder
+	for b.Len() < n {
+		if r.IntN(40) == 0 {
+			b.WriteString(specials[r.IntN(len(specials))])
+			continue
+		}
+		b.WriteByte(byte(' ' + r.IntN(95)))
+	}
+	return b.String()
+}
+
+// The string scanners' long-run path (longRun) changes no result:
+// appendJSONString agrees with marshalJSON, and scanString with
+// scanStringWordByWord, on strings whose runs end in every kind of byte at
+// every offset.
+func TestStringScannersOnLongRuns(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 3000 {
+		s := longRunText(r, r.IntN(300))
+		want, err := marshalJSON(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendJSONString(nil, s); string(got) != string(want) {
+			t.Fatalf("appendJSONString(%q) = %s, want %s", s, got, want)
+		}
+		for _, token := range [][]byte{want, []byte(`"` + s + `"`), []byte(`"` + s)} {
+			end, escaped, err := scanString(token, 0)
+			wantEnd, wantEscaped, wantErr := scanStringWordByWord(token, 0)
+			if end != wantEnd || escaped != wantEscaped || (err == nil) != (wantErr == nil) || err != nil && err.Error() != wantErr.Error() {
+				t.Fatalf("scanString(%q) = %d, %v, %v; want %d, %v, %v", token, end, escaped, err, wantEnd, wantEscaped, wantErr)
+			}
+		}
+	}
+}
+
+// scanStringWordByWord is scanString as it was before longRun: every word
+// examined for all four stoppers.
+func scanStringWordByWord(data []byte, i int) (end int, escaped bool, err error) {
+	i++
+	for {
+		i = skipToStopper(data, i, stringStopper)
+		if i >= len(data) {
+			return i, escaped, syntaxError("unterminated string", i)
+		}
+		switch c := data[i]; {
+		case c == '"':
+			return i + 1, escaped, nil
+		case c == '\\':
+			escaped = true
+			if i, err = scanEscape(data, i); err != nil {
+				return i, escaped, err
+			}
+		case c < 0x20:
+			return i, escaped, syntaxError("control character in string", i)
+		case c < utf8.RuneSelf:
+			i++
+		default:
+			if i, err = scanNonASCII(data, i); err != nil {
+				return i, escaped, err
+			}
+		}
+	}
+}
+
+// escapeGrowth counts what escaping adds to valid UTF-8 text, whatever
+// the length of its ASCII runs (its 32-byte fast path included).
+func TestEscapeGrowthCountsEscapes(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 3000 {
+		s := strings.ToValidUTF8(longRunText(r, r.IntN(300)), "")
+		want := 0
+		for _, c := range s {
+			switch {
+			case c > 0xffff:
+				want += 12 - utf8.RuneLen(c)
+			case c >= utf8.RuneSelf:
+				want += 6 - utf8.RuneLen(c)
+			}
+		}
+		if got := escapeGrowth(s); got != want {
+			t.Fatalf("escapeGrowth(%q) = %d, want %d", s, got, want)
+		}
+		if got := escapeGrowth([]byte(s)); got != want {
+			t.Fatalf("escapeGrowth([]byte(%q)) = %d, want %d", s, got, want)
+		}
 	}
 }

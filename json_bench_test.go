@@ -176,3 +176,19 @@ func BenchmarkAppendJSONString(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkEscapeGrowth sizes the escaping of a 64 KiB text, as a direct
+// tool result is sized before it is built.
+func BenchmarkEscapeGrowth(b *testing.B) {
+	for _, c := range []struct{ name, text string }{
+		{"ascii-65536B", strings.Repeat("x", 65536)},
+		{"nonascii-65536B", nonASCIIText(65536)},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(c.text)))
+			for b.Loop() {
+				escapeGrowth(c.text)
+			}
+		})
+	}
+}

@@ -18,15 +18,19 @@ import (
 // \ufffd), then every non-ASCII character as appendASCII escapes it.
 func appendJSONString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
-	start := 0 // s[start:i] is copied as it is
+	stops := stringStops{quote: -1, backslash: -1}
+	start, plain := 0, 0 // s[start:i] is copied as it is; plain: its words examined
 	for i := 0; i < len(s); {
 		// Eight bytes at a time up to the first byte that is not copied as
-		// it is; in the last few bytes, one at a time.
+		// it is, handing a long run of them to longRun; in the last few
+		// bytes, one at a time.
 		c := s[i]
 		if i+8 <= len(s) {
 			m := stringStopper(wordAt(s, i))
 			if m == 0 {
-				i += 8
+				if i, plain = i+8, plain+8; plain >= longRunBytes {
+					i, plain = longRun(&stops, s, i), 0
+				}
 				continue
 			}
 			i += bits.TrailingZeros64(m) >> 3
@@ -42,7 +46,7 @@ func appendJSONString(dst []byte, s string) []byte {
 		} else {
 			dst, i = appendNonASCIIRun(dst, s, i)
 		}
-		start = i
+		start, plain = i, 0
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
@@ -226,14 +230,21 @@ func compactASCIIPrefix(raw []byte) (n int, inString bool) {
 // valid UTF-8 text b adds, so that appendASCII, and the size hints of the
 // direct tool results, can size their output once: a 2- or 4-byte sequence
 // grows by twice its length (to \uXXXX or a pair of them), a 3-byte one by
-// its length. Counting eight bytes at a time, it takes two per non-ASCII
-// byte and gives three back per 3-byte lead byte (1110xxxx). It may err
-// either way on invalid UTF-8 or text outside strings; its callers stay
-// correct then (their buffers grow).
+// its length. Counting eight bytes at a time (32 while all are ASCII), it
+// takes two per non-ASCII byte and gives three back per 3-byte lead byte
+// (1110xxxx). It may err either way on invalid UTF-8 or text outside
+// strings; its callers stay correct then (their buffers grow).
 func escapeGrowth[T string | []byte](b T) int {
 	const low7 = 0x7f7f7f7f7f7f7f7f
 	growth, i := 0, 0
 	for ; i+8 <= len(b); i += 8 {
+		// Plain ASCII 32 bytes at a time.
+		for i+32 <= len(b) && (wordAt(b, i)|wordAt(b, i+8)|wordAt(b, i+16)|wordAt(b, i+24))&swarHighBits == 0 {
+			i += 32
+		}
+		if i+8 > len(b) {
+			break
+		}
 		w := wordAt(b, i)
 		if w&swarHighBits == 0 {
 			continue
@@ -243,13 +254,13 @@ func escapeGrowth[T string | []byte](b T) int {
 		growth += 2*bits.OnesCount64(w&swarHighBits) - 3*bits.OnesCount64(threeByteLeads)
 	}
 	for ; i < len(b); i++ {
-		switch c := b[i]; {
-		case c >= 0xf0:
-			growth += 12 - 4
-		case c >= 0xe0:
-			growth += 6 - 3
-		case c >= 0xc0:
-			growth += 6 - 2
+		// Byte by byte as a word is counted, so that a character split
+		// between the last word and these bytes is counted once.
+		if c := b[i]; c >= utf8.RuneSelf {
+			growth += 2
+			if c&0xf0 == 0xe0 {
+				growth -= 3
+			}
 		}
 	}
 	return growth

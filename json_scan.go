@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"math/bits"
 	"strconv"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -130,12 +131,94 @@ func skipToStopper(data []byte, i int, stop func(uint64) uint64) int {
 	return i
 }
 
+// notPrintableASCII flags every byte of w that is a control character or
+// non-ASCII, and may flag bytes above the lowest such byte (a borrow of the
+// subtraction), never one below it: the lowest flag is exact.
+func notPrintableASCII(w uint64) uint64 { return (w - 0x20*swarOnes | w) & swarHighBits }
+
+// longRunBytes is how far a string must go on before scanString looks for
+// its end with bytes.IndexByte, whose call costs more than a few words
+// examined in place.
+const longRunBytes = 32
+
+// stringStops is what a string scanner knows of one string's next '"' and '\\':
+// their offsets once found (quote: len(data) when there is none; backslash:
+// quote when there is none before it), -1 before. A search starts where the
+// last one ended and stops at the string's closing quote, so each byte of a
+// string is searched at most once for each: scanning stays linear however
+// the string mixes escapes and text.
+type stringStops struct{ quote, backslash int }
+
+// longRun returns the offset of the first byte at or after i that a string
+// scanner must look at (stringStopper's: a control character, non-ASCII, '"'
+// or '\\'), or len(data) when there is none, where the string has gone on
+// for longRunBytes without one: it finds the next '"' and '\\' with IndexByte
+// and checks the text before them for the other two 32 bytes at a time,
+// which costs about a third of examining each word for all four.
+func longRun[T string | []byte](s *stringStops, data T, i int) int {
+	if s.quote < i {
+		s.quote = len(data)
+		if q := indexByte(data[i:], '"'); q >= 0 {
+			s.quote = i + q
+		}
+	}
+	if s.backslash < i {
+		s.backslash = s.quote
+		if b := indexByte(data[i:s.quote], '\\'); b >= 0 {
+			s.backslash = i + b
+		}
+	}
+	return i + printableRun(data[i:min(s.quote, s.backslash)])
+}
+
+// indexByte is bytes.IndexByte or strings.IndexByte.
+func indexByte[T string | []byte](b T, c byte) int {
+	if s, ok := any(b).(string); ok {
+		return strings.IndexByte(s, c)
+	}
+	return bytes.IndexByte([]byte(b), c)
+}
+
+// printableRun returns the length of the prefix of b that is printable ASCII,
+// examining 32 bytes at a time while all are.
+func printableRun[T string | []byte](b T) int {
+	i := 0
+	for ; i+32 <= len(b); i += 32 {
+		if notPrintableASCII(wordAt(b, i))|notPrintableASCII(wordAt(b, i+8))|
+			notPrintableASCII(wordAt(b, i+16))|notPrintableASCII(wordAt(b, i+24)) != 0 {
+			break
+		}
+	}
+	for ; i+8 <= len(b); i += 8 {
+		if m := notPrintableASCII(wordAt(b, i)); m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+	}
+	for ; i < len(b); i++ {
+		if c := b[i]; c < 0x20 || c >= utf8.RuneSelf {
+			return i
+		}
+	}
+	return i
+}
+
 // scanString validates the string token starting at data[i] == '"' and returns
 // the offset just after its closing quote and whether it contains escapes.
 func scanString(data []byte, i int) (end int, escaped bool, err error) {
 	i++
+	stops := stringStops{quote: -1, backslash: -1}
 	for {
-		i = skipToStopper(data, i, stringStopper)
+		// Eight bytes at a time; past longRunBytes of plain text, longRun.
+		for plain := 0; i+8 <= len(data); {
+			if m := stringStopper(binary.LittleEndian.Uint64(data[i:])); m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				break
+			}
+			if i, plain = i+8, plain+8; plain == longRunBytes {
+				i = longRun(&stops, data, i)
+				break
+			}
+		}
 		if i >= len(data) {
 			return i, escaped, syntaxError("unterminated string", i)
 		}
