@@ -238,15 +238,12 @@ func escapeGrowth[T string | []byte](b T) int {
 	const low7 = 0x7f7f7f7f7f7f7f7f
 	growth, i := 0, 0
 	for ; i+8 <= len(b); i += 8 {
-		// Plain ASCII 32 bytes at a time.
-		for i+32 <= len(b) && (wordAt(b, i)|wordAt(b, i+8)|wordAt(b, i+16)|wordAt(b, i+24))&swarHighBits == 0 {
-			i += 32
-		}
-		if i+8 > len(b) {
-			break
-		}
 		w := wordAt(b, i)
 		if w&swarHighBits == 0 {
+			// Plain ASCII: on 32 bytes at a time while it lasts.
+			for i+40 <= len(b) && (wordAt(b, i+8)|wordAt(b, i+16)|wordAt(b, i+24)|wordAt(b, i+32))&swarHighBits == 0 {
+				i += 32
+			}
 			continue
 		}
 		x := w&(0xf0*swarOnes) ^ 0xe0*swarOnes          // zero bytes mark 3-byte leads
