@@ -22,7 +22,7 @@ func lineEvent(line []byte) string { return fmt.Sprintf("line %q", line) }
 
 // readEvents calls next until it returns an error other than errLineTooLong, and returns what each call produced.
 // It fails the test if a line is nil or an error comes with data, or if the session does not end within limit calls.
-func readEvents(t *testing.T, lr *lineReader, limit int) []string {
+func readEvents(t *testing.T, lr interface{ next() ([]byte, error) }, limit int) []string {
 	t.Helper()
 	var events []string
 	for range limit {
@@ -593,7 +593,24 @@ func FuzzLineReader(f *testing.F) {
 		if line, err := lr.next(); line != nil || err != io.EOF {
 			t.Fatalf("next after EOF = %q, %v; want nil, io.EOF", line, err)
 		}
+		// As readLines reads: lineBuffered after each line changes nothing.
+		peeking := peekingReader{newLineReader(kind.wrap(bytes.NewReader(data)), maxLine, chunk)}
+		if got := readEvents(t, peeking, len(want)+1); !slices.Equal(got, want) {
+			t.Fatalf("input %q, maxLine %d, chunk %d, %s, asking lineBuffered after each line:\n got  %q\n want %q", data, maxLine, chunk, kind.name, got, want)
+		}
 	})
+}
+
+// peekingReader asks lineBuffered after each line it returns, as readLines
+// does.
+type peekingReader struct{ *lineReader }
+
+func (p peekingReader) next() ([]byte, error) {
+	line, err := p.lineReader.next()
+	if err == nil {
+		p.lineBuffered()
+	}
+	return line, err
 }
 
 // partialCapacity is the memory lr keeps for the line being assembled: its
