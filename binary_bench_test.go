@@ -44,8 +44,8 @@ func TestMain(m *testing.M) {
 	case os.Getenv(baselineEnv) == "1":
 		runBaseline(os.Stdin, os.Stdout)
 		os.Exit(0)
-	case os.Getenv(httpBaselineEnv) == "1":
-		if err := runHTTPBaseline(os.Stdin, os.Stdout); err != nil {
+	case os.Getenv(httpBaselineEnv) != "":
+		if err := runHTTPBaseline(os.Stdin, os.Stdout, os.Getenv(httpBaselineEnv) == "floor"); err != nil {
 			os.Exit(1)
 		}
 		os.Exit(0)

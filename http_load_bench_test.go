@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -19,23 +20,40 @@ import (
 	"time"
 )
 
-// httpBaselineEnv makes the test binary act as the HTTP baseline program: a
-// bare net/http server on 127.0.0.1 that reads each POST's body and answers
-// a canned echo result with the request's id (cannedEchoHandler), nothing
-// else. It prints its address on stdout and serves until stdin ends. It is
-// what any MCP server over net/http costs at the least.
+// httpBaselineEnv makes the test binary act as an HTTP program with no MCP
+// in it, which prints its address on stdout and serves until stdin ends.
+// Set to "1" it is the baseline: a bare net/http server on 127.0.0.1 that
+// reads each POST's body and answers a canned echo result with the
+// request's id (cannedEchoHandler), nothing else, what any MCP server over
+// net/http costs at the least. Set to "floor" it is the transport floor: the
+// same handler served as -http serves the server, through an HTTPListener
+// (the connection bound, the lazy deadlines, the framing guard) and
+// newHTTPServer's timeouts, with -http's collector target. The baseline to
+// the floor is what the server's transport costs; the floor to the server,
+// its MCP work.
 const httpBaselineEnv = "MCPSTDIO_HTTP_BASELINE_SERVER"
 
 // httpLoadText is the text of the HTTP load's echo calls: 100 bytes.
 var httpLoadText = strings.Repeat("x", 100)
 
-// runHTTPBaseline is the baseline program (see httpBaselineEnv).
-func runHTTPBaseline(stdin io.Reader, stdout io.Writer) error {
+// runHTTPBaseline is the baseline program, or with floor the transport
+// floor (see httpBaselineEnv).
+func runHTTPBaseline(stdin io.Reader, stdout io.Writer, floor bool) error {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
 	srv := &http.Server{Handler: cannedEchoHandler(httpLoadText)}
+	if floor {
+		guarded, err := NewHTTPListener(ln, HTTPListenerOptions{})
+		if err != nil {
+			return err
+		}
+		logger := slog.New(slog.DiscardHandler)
+		srv = newHTTPServer(srv.Handler, DefaultMaxHeaderBytes, logger, guarded.ConnState)
+		setGCPercent(httpGCPercent, logger)
+		ln = guarded
+	}
 	go srv.Serve(ln)
 	fmt.Fprintln(stdout, ln.Addr().String())
 	io.Copy(io.Discard, stdin)
@@ -70,6 +88,53 @@ func cannedEchoHandler(text string) http.Handler {
 	})
 }
 
+// The transport floor answers as the baseline does, but through the
+// server's listener: a request framed both ways, which the baseline's bare
+// net/http serves, the floor refuses 400 as the server does.
+func TestHTTPTransportFloorServesThroughTheListener(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts two programs")
+	}
+	ambiguous := "POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n" + chunked(`{"jsonrpc":"2.0","id":9,"method":"ping"}`)
+	for _, tt := range []struct {
+		which         string
+		ambiguousCode int
+	}{
+		{"1", http.StatusOK},
+		{"floor", http.StatusBadRequest},
+	} {
+		t.Run(tt.which, func(t *testing.T) {
+			target := startHTTPBaseline(t, tt.which)
+			resp, err := http.Post("http://"+target.addr+"/mcp", "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK || !bytes.HasPrefix(body, []byte(`{"jsonrpc":"2.0","id":42,"result":{"content":[{"type":"text","text":"`+httpLoadText+`"}]`)) {
+				t.Fatalf("echo: status %d, body %s", resp.StatusCode, body)
+			}
+			conn, err := net.Dial("tcp", target.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			conn.SetDeadline(time.Now().Add(failAfter))
+			if _, err := io.WriteString(conn, ambiguous); err != nil {
+				t.Fatal(err)
+			}
+			resp, err = http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tt.ambiguousCode {
+				t.Fatalf("a request framed both ways: status %d, want %d", resp.StatusCode, tt.ambiguousCode)
+			}
+		})
+	}
+}
+
 // httpTarget is a server process the HTTP load drives: the baseline or the
 // real binary with -http.
 type httpTarget struct {
@@ -79,14 +144,16 @@ type httpTarget struct {
 	done  bool
 }
 
-// startHTTPBaseline starts the baseline program and returns once it listens.
-func startHTTPBaseline(b *testing.B) *httpTarget {
+// startHTTPBaseline starts the baseline program ("1") or the transport
+// floor ("floor"), as which says (see httpBaselineEnv), and returns once it
+// listens.
+func startHTTPBaseline(b testing.TB, which string) *httpTarget {
 	self, err := os.Executable()
 	if err != nil {
 		b.Fatal(err)
 	}
 	cmd := exec.Command(self)
-	cmd.Env = append(os.Environ(), httpBaselineEnv+"=1")
+	cmd.Env = append(os.Environ(), httpBaselineEnv+"="+which)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		b.Fatal(err)
@@ -387,21 +454,23 @@ func openHTTPSession(b *testing.B, addr, version string) string {
 // baseline and the server in one benchmark run.
 const httpLoadRounds = 4
 
-// BenchmarkHTTPBinaryVsBaseline drives the real binary with -http and the
-// baseline program (a bare net/http server answering a canned echo result,
-// see httpBaselineEnv) with the same load: 1 or 16 kept-alive loopback
-// clients, each making 100-byte echo tools/calls one at a time, under
-// 2026-07-28 (stateless) or 2025-11-25 (each client in its own session,
-// opened before the timing starts). The two take turns, httpLoadRounds
-// times each, so that both meet the same neighbours on a shared machine.
-// For each it reports calls/s, the median latency and the CPU time the
-// program spent per call (start-up and warm-up included), and for the
-// server the ratios of its rate and median to the baseline's.
+// BenchmarkHTTPBinaryVsBaseline drives the real binary with -http, the
+// baseline program (a bare net/http server answering a canned echo result)
+// and the transport floor (that handler behind the server's listener and
+// settings; see httpBaselineEnv) with the same load: 1 or 16 kept-alive
+// loopback clients, each making 100-byte echo tools/calls one at a time,
+// under 2026-07-28 (stateless) or 2025-11-25 (each client in its own
+// session, opened before the timing starts). The three take turns,
+// httpLoadRounds times each, so that all meet the same neighbours on a
+// shared machine. For each it reports calls/s, the median latency and the
+// CPU time the program spent per call (start-up and warm-up included), and
+// for the floor and the server the ratios of their rate and median to the
+// baseline's.
 func BenchmarkHTTPBinaryVsBaseline(b *testing.B) {
 	for _, version := range []string{ProtocolVersion20260728, ProtocolVersion20251125} {
 		for _, clients := range []int{1, 16} {
 			b.Run(fmt.Sprintf("%s/clients%d", version, clients), func(b *testing.B) {
-				targets := []*httpTarget{startHTTPBaseline(b), startHTTPBinary(b)}
+				targets := []*httpTarget{startHTTPBaseline(b, "1"), startHTTPBaseline(b, "floor"), startHTTPBinary(b)}
 				loads := make([]*httpLoad, len(targets))
 				for i, t := range targets {
 					loads[i] = newHTTPLoad(b, t, version, clients, b.N)
@@ -426,13 +495,15 @@ func BenchmarkHTTPBinaryVsBaseline(b *testing.B) {
 					t.stop()
 				}
 				rate := func(i int) float64 { return float64(b.N) / loads[i].time.Seconds() }
-				for i, prefix := range []string{"baseline-", ""} {
+				for i, prefix := range []string{"baseline-", "floor-", ""} {
 					b.ReportMetric(float64(targets[i].cpuTime().Nanoseconds())/float64(b.N), prefix+"cpu-ns/call")
 					b.ReportMetric(rate(i), prefix+"calls/s")
 					b.ReportMetric(float64(loads[i].median().Nanoseconds()), prefix+"p50-ns")
+					if i > 0 {
+						b.ReportMetric(rate(i)/rate(0), prefix+"rate-ratio")
+						b.ReportMetric(float64(loads[i].median())/float64(loads[0].median()), prefix+"p50-ratio")
+					}
 				}
-				b.ReportMetric(rate(1)/rate(0), "rate-ratio")
-				b.ReportMetric(float64(loads[1].median())/float64(loads[0].median()), "p50-ratio")
 			})
 		}
 	}

@@ -102,17 +102,10 @@ func serveHTTP(c config, rt *Runtime, logger *slog.Logger, stderr io.Writer, tel
 			return 1
 		}
 	}
-	srv := &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		MaxHeaderBytes:    c.maxHeaderBytes, // 431 beyond
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-		ConnState: func(c net.Conn, state http.ConnState) {
-			h.ConnState(c, state)  // for the drain: connections never used
-			ln.ConnState(c, state) // for the connection bound: idle ones are shed first
-		},
-	}
+	srv := newHTTPServer(h, c.maxHeaderBytes, logger, func(c net.Conn, state http.ConnState) {
+		h.ConnState(c, state)  // for the drain: connections never used
+		ln.ConnState(c, state) // for the connection bound: idle ones are shed first
+	})
 	setMemoryLimit(memoryLimit(c), logger)
 	setGCPercent(httpGCPercent, logger)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -175,4 +168,20 @@ func registerHTTPReferenceTools(rt *Runtime) error {
 			}
 			return TextResult("region: " + args.Region), nil
 		})
+}
+
+// newHTTPServer is the http.Server of -http around handler: the header
+// lines' timeout and bound (431 beyond maxHeaderBytes), the idle timeout,
+// net/http's own errors logged at warn level, and connState called at every
+// connection's change of state. The benchmarks' transport floor serves
+// through it too, so that it measures what the server's settings cost.
+func newHTTPServer(handler http.Handler, maxHeaderBytes int, logger *slog.Logger, connState func(net.Conn, http.ConnState)) *http.Server {
+	return &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		MaxHeaderBytes:    maxHeaderBytes,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		ConnState:         connState,
+	}
 }
