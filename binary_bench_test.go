@@ -45,7 +45,7 @@ func TestMain(m *testing.M) {
 		runBaseline(os.Stdin, os.Stdout)
 		os.Exit(0)
 	case os.Getenv(httpBaselineEnv) != "":
-		if err := runHTTPBaseline(os.Stdin, os.Stdout, os.Getenv(httpBaselineEnv) == "floor"); err != nil {
+		if err := runHTTPBaseline(os.Stdin, os.Stdout, os.Getenv(httpBaselineEnv)); err != nil {
 			os.Exit(1)
 		}
 		os.Exit(0)

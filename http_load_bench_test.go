@@ -36,21 +36,28 @@ const httpBaselineEnv = "MCPSTDIO_HTTP_BASELINE_SERVER"
 // httpLoadText is the text of the HTTP load's echo calls: 100 bytes.
 var httpLoadText = strings.Repeat("x", 100)
 
-// runHTTPBaseline is the baseline program, or with floor the transport
-// floor (see httpBaselineEnv).
-func runHTTPBaseline(stdin io.Reader, stdout io.Writer, floor bool) error {
+// The values of httpBaselineEnv: the program the test binary acts as.
+const (
+	httpBaselineProgram = "1"
+	httpFloorProgram    = "floor"
+)
+
+// runHTTPBaseline is the program which names, httpBaselineProgram or
+// httpFloorProgram (see httpBaselineEnv).
+func runHTTPBaseline(stdin io.Reader, stdout io.Writer, which string) error {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: cannedEchoHandler(httpLoadText)}
-	if floor {
+	handler := cannedEchoHandler(httpLoadText)
+	srv := &http.Server{Handler: handler}
+	if which == httpFloorProgram {
 		guarded, err := NewHTTPListener(ln, HTTPListenerOptions{})
 		if err != nil {
 			return err
 		}
 		logger := slog.New(slog.DiscardHandler)
-		srv = newHTTPServer(srv.Handler, DefaultMaxHeaderBytes, logger, guarded.ConnState)
+		srv = newHTTPServer(handler, DefaultMaxHeaderBytes, logger, guarded.ConnState)
 		setGCPercent(httpGCPercent, logger)
 		ln = guarded
 	}
@@ -100,8 +107,8 @@ func TestHTTPTransportFloorServesThroughTheListener(t *testing.T) {
 		which         string
 		ambiguousCode int
 	}{
-		{"1", http.StatusOK},
-		{"floor", http.StatusBadRequest},
+		{httpBaselineProgram, http.StatusOK},
+		{httpFloorProgram, http.StatusBadRequest},
 	} {
 		t.Run(tt.which, func(t *testing.T) {
 			target := startHTTPBaseline(t, tt.which)
@@ -135,8 +142,8 @@ func TestHTTPTransportFloorServesThroughTheListener(t *testing.T) {
 	}
 }
 
-// httpTarget is a server process the HTTP load drives: the baseline or the
-// real binary with -http.
+// httpTarget is a server process the HTTP load drives: the baseline, the
+// transport floor or the real binary with -http.
 type httpTarget struct {
 	cmd   *exec.Cmd
 	addr  string         // host:port
@@ -144,9 +151,8 @@ type httpTarget struct {
 	done  bool
 }
 
-// startHTTPBaseline starts the baseline program ("1") or the transport
-// floor ("floor"), as which says (see httpBaselineEnv), and returns once it
-// listens.
+// startHTTPBaseline starts the program which names (httpBaselineProgram or
+// httpFloorProgram, see httpBaselineEnv) and returns once it listens.
 func startHTTPBaseline(b testing.TB, which string) *httpTarget {
 	self, err := os.Executable()
 	if err != nil {
@@ -450,8 +456,8 @@ func openHTTPSession(b *testing.B, addr, version string) string {
 	return session
 }
 
-// httpLoadRounds is how many times the load alternates between the
-// baseline and the server in one benchmark run.
+// httpLoadRounds is how many times the load goes round the programs it
+// compares in one benchmark run.
 const httpLoadRounds = 4
 
 // BenchmarkHTTPBinaryVsBaseline drives the real binary with -http, the
@@ -470,7 +476,7 @@ func BenchmarkHTTPBinaryVsBaseline(b *testing.B) {
 	for _, version := range []string{ProtocolVersion20260728, ProtocolVersion20251125} {
 		for _, clients := range []int{1, 16} {
 			b.Run(fmt.Sprintf("%s/clients%d", version, clients), func(b *testing.B) {
-				targets := []*httpTarget{startHTTPBaseline(b, "1"), startHTTPBaseline(b, "floor"), startHTTPBinary(b)}
+				targets := []*httpTarget{startHTTPBaseline(b, httpBaselineProgram), startHTTPBaseline(b, httpFloorProgram), startHTTPBinary(b)}
 				loads := make([]*httpLoad, len(targets))
 				for i, t := range targets {
 					loads[i] = newHTTPLoad(b, t, version, clients, b.N)
