@@ -194,14 +194,16 @@ func served(t *testing.T, client *http.Client, url string, flooded *atomic.Int64
 // makes five calls of sleep 0 ms, one after another. With the proxy trusted
 // (-http-trusted-proxies 127.0.0.1/32, the address HAProxy connects from)
 // the users are two clients: each call is served at the next freed worker,
-// so at most about one freed slot per worker of the flood is answered
-// meanwhile (32; 48 allows for calls in flight). Without the setting, and
+// so at most one round of the flood is answered meanwhile (its 32 sleeps
+// started together end together), and the answers of the round before it
+// may still be on their way through the proxy: two rounds, 64 (48 was
+// once exceeded, with 56, on a busy CI machine). Without the setting, and
 // with the second user claiming another address in its own
 // X-Forwarded-For, both are one client and each call waits in that
 // client's queue behind the flood's: far more of the flood is answered
 // first.
 func TestHAProxyUsersGetFairShares(t *testing.T) {
-	const floodCalls, sleepMS, oneRound = 200, 400, 48
+	const floodCalls, sleepMS, twoRounds = 200, 400, 64
 	tests := []struct {
 		name   string
 		args   []string
@@ -224,10 +226,10 @@ func TestHAProxyUsersGetFairShares(t *testing.T) {
 			default:
 			}
 			t.Logf("flood calls answered while one of the other user's calls waited: at most %d", most)
-			if tt.fair && most > oneRound {
-				t.Fatalf("%d flood calls answered while one call of the other user waited, want at most %d (one per worker and some in flight)", most, oneRound)
+			if tt.fair && most > twoRounds {
+				t.Fatalf("%d flood calls answered while one call of the other user waited, want at most %d (a round of the workers and the one before it in flight)", most, twoRounds)
 			}
-			if !tt.fair && most <= oneRound {
+			if !tt.fair && most <= twoRounds {
 				t.Fatalf("only %d flood calls answered while a call of the other user waited: the two users were told apart", most)
 			}
 			<-done
