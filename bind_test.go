@@ -461,3 +461,20 @@ func TestParseJSONIntegerIsExact(t *testing.T) {
 		}
 	}
 }
+
+// A field with the string option takes the text of a JSON value of its type
+// and nothing around it, as encoding/json does: " 7", "true\n" are refused.
+// (Found by FuzzBindAgainstEncodingJSON: {"quoted":"0 "} bound 0.)
+func TestBindStringOptionTakesNoSpace(t *testing.T) {
+	for _, in := range []string{`{"quoted":"0 "}`, `{"quoted":" 7"}`, `{"quotedB":"true\n"}`, `{"quoted":"\t1"}`} {
+		var got bindAll
+		err := argumentsRequest(in, true, nil).Bind(&got)
+		var want bindAll
+		if json.Unmarshal([]byte(in), &want) == nil {
+			t.Fatalf("encoding/json binds %s", in)
+		}
+		if err == nil || !strings.Contains(err.Error(), "must be a string holding") {
+			t.Errorf("Bind %s = %v, want the argument refused", in, err)
+		}
+	}
+}
