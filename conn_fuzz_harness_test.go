@@ -38,16 +38,25 @@ type seqServer struct {
 	// before its call is sent; a sleeper returns when it is closed or when
 	// its context ends.
 	release map[int]chan struct{}
+	// started, when not nil, receives the token of each sleeper whose
+	// handler starts waiting.
+	started chan int
 }
 
 const seqResourceURI = "seq://r"
 
-func newSeqServer(t testing.TB) *seqServer {
-	rt, err := NewRuntime(RuntimeOptions{
+// newSeqServer returns the server, its runtime's options changed by change
+// (nil: none).
+func newSeqServer(t testing.TB, change func(*RuntimeOptions)) *seqServer {
+	opts := RuntimeOptions{
 		ServerInfo: Implementation{Name: "seq", Version: "1"},
 		Logging:    true, ResourcesSubscribe: true, ToolsListChanged: true,
 		Logger: quietLogger(),
-	})
+	}
+	if change != nil {
+		change(&opts)
+	}
+	rt, err := NewRuntime(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,6 +134,9 @@ func (s *seqServer) sleep(ctx context.Context, req *HandlerRequest) (*ToolResult
 	release := s.release[n]
 	s.mu.Unlock()
 	if release != nil {
+		if s.started != nil {
+			s.started <- n
+		}
 		select {
 		case <-release:
 		case <-ctx.Done():
@@ -445,7 +457,7 @@ func runSequence(t testing.TB, stdio bool, data []byte) {
 		notes: map[int][]int{}, nullCount: map[string]int{}, wantNull: map[string]int{}, highWater: -1,
 		served: make(chan error, 1), read: make(chan struct{}), input: newSeqQueue()}
 	r.cfg = decodeSeqConfig(r.next(), stdio)
-	r.srv = newSeqServer(t)
+	r.srv = newSeqServer(t, nil)
 	eopts := ExecutorOptions{MaxConcurrency: seqMaxConcurrency, MaxQueue: 1024, Timeout: -1}
 	if r.cfg.overload {
 		eopts = ExecutorOptions{MaxConcurrency: 2, MaxQueue: 2, MaxInflightBytes: 2048, Timeout: -1}
