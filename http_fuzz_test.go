@@ -43,7 +43,8 @@ import (
 //   - a POSTed request with every header right is answered exactly once
 //     with its id: 200 in a session (a duplicate of an id a running request
 //     holds is -32600 "Duplicate in-flight request id"; one cancelled while
-//     it could not have finished gets a stream with no answer), and in
+//     it could not have finished gets a stream with no answer, one whose
+//     session was deleted before its answer came at most one), and in
 //     2026-07-28 with the status its answer's code maps to (400 for
 //     -32602, 404 for -32601, 500 for -32603, 200 for a result); a
 //     notification or a response is 202 with no body; any other POST gets at
@@ -117,6 +118,7 @@ type httpSleeper struct {
 	release   chan struct{}
 	released  bool
 	cancelled bool // definitely: its POST gets no answer
+	cut       bool // its session was deleted: its POST gets at most one answer
 	abort     context.CancelFunc
 }
 
@@ -479,6 +481,7 @@ func (r *httpSeqRun) check(req *http.Request, body string, exp httpExpect) {
 	}
 	r.mu.Lock()
 	cancelled := exp.sleeper != nil && exp.sleeper.cancelled
+	cut := exp.sleeper != nil && exp.sleeper.cut
 	r.mu.Unlock()
 	switch {
 	case !exp.request && exp.id == "" && !strings.HasPrefix(body, "["):
@@ -497,6 +500,7 @@ func (r *httpSeqRun) check(req *http.Request, body string, exp httpExpect) {
 		if len(mine) != 0 {
 			r.failf("request %s cancelled before it could finish is answered: %+v", body, mine)
 		}
+	case cut && len(mine) == 0:
 	case len(mine) != 1:
 		r.failf("request %s answered %d times (status %d): %s", body, len(mine), status, describeAnswers(answers))
 	case exp.dup && (mine[0].Error == nil || mine[0].Error.Message != errDuplicateID.Message):
@@ -675,12 +679,15 @@ func (r *httpSeqRun) deleteSession() {
 	switch {
 	case s != nil && variant&1 == 0:
 		req.Header.Set("Mcp-Session-Id", s.id)
-		// Its sleepers are cancelled with it: answered or not.
+		// Its requests end with it: those not answered yet (its sleepers,
+		// released or not) are answered at most once.
 		r.mu.Lock()
 		s.deleted = true
-		for id, sl := range s.blocked {
-			sl.cancelled = true
-			delete(s.blocked, id)
+		clear(s.blocked)
+		for _, sl := range r.sleepers {
+			if sl.session == s {
+				sl.cut = true
+			}
 		}
 		r.mu.Unlock()
 	case variant&2 == 0:
