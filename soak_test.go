@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -24,10 +25,11 @@ import (
 //
 // One process serves the sequence fuzzers' server (seqServer, with tasks)
 // over stdio and over HTTP at once, for the duration given, in rounds: each
-// round drives both with a fixed mix (below) and waits until every answer
-// has come, and then the process is sampled, between rounds, where nothing
-// is in flight: its resident memory (VmRSS), the heap in use after a
-// collection, its goroutines and its open file descriptors. The server runs
+// round drives both with soakBursts of a fixed mix (below), each burst
+// waiting until every answer has come, then waits until the sessions it
+// left have expired, and then the process is sampled, where nothing is in
+// flight: its resident memory (VmRSS), the heap in use after a collection,
+// its goroutines and its open file descriptors. The server runs
 // in the test's process, not as a subprocess, so that its goroutines and
 // heap are read directly; stdio is a real os.Pipe pair, as the binary's
 // (non-blocking, with write deadlines: the coordinator writes itself), and
@@ -43,7 +45,10 @@ var soakBounds = map[string]float64{
 	"rss":        256 << 10, // bytes per second
 }
 
-// A round: stdio: 200 tool calls (at once, inline, typed, failing, with
+// soakBursts is the bursts of a round.
+const soakBursts = 20
+
+// A burst: stdio: 200 tool calls (at once, inline, typed, failing, with
 // progress), 20 sleepers of which 5 are cancelled and the rest released,
 // 5 unparsable lines and 2 lines over the limit; HTTP: 4 sessions each
 // with 10 calls (some streaming progress) and a GET stream opened and
@@ -64,13 +69,16 @@ func TestSoak(t *testing.T) {
 	start := time.Now()
 	var samples []soakSample
 	for round := 0; time.Since(start) < duration; round++ {
-		var wg sync.WaitGroup
-		wg.Go(func() { s.stdioRound(round) })
-		wg.Go(func() { s.httpRound(round) })
-		wg.Wait()
-		if t.Failed() {
-			return
+		for burst := range soakBursts {
+			var wg sync.WaitGroup
+			wg.Go(func() { s.stdioBurst(round*soakBursts + burst) })
+			wg.Go(func() { s.httpBurst() })
+			wg.Wait()
+			if t.Failed() {
+				return
+			}
 		}
+		s.quiesce()
 		samples = append(samples, sampleProcess(time.Since(start)))
 	}
 	report(t, duration, samples)
@@ -171,6 +179,7 @@ type soak struct {
 	client *http.Client
 
 	tokens atomic.Int64
+	conns  atomic.Int64 // the server's open connections
 }
 
 func newSoak(t *testing.T) *soak {
@@ -205,7 +214,15 @@ func newSoak(t *testing.T) *soak {
 		t.Fatal(err)
 	}
 	s.ts = httptest.NewUnstartedServer(s.h)
-	s.ts.Config.ConnState = s.h.ConnState
+	s.ts.Config.ConnState = func(c net.Conn, state http.ConnState) {
+		switch state {
+		case http.StateNew:
+			s.conns.Add(1)
+		case http.StateClosed, http.StateHijacked:
+			s.conns.Add(-1)
+		}
+		s.h.ConnState(c, state)
+	}
 	s.ts.Start()
 	s.client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 32}}
 	return s
@@ -252,12 +269,24 @@ func (s *soak) readStdio() {
 	}
 }
 
-// stdioRound runs a round's stdio mix and waits for its answers.
-func (s *soak) stdioRound(round int) {
+// quiesce waits until no session is left (the bursts left one each to
+// expire: HTTPOptions.SessionIdleTimeout) and no connection is open (the
+// client's idle ones closed), so that a sample counts what stays.
+func (s *soak) quiesce() {
+	s.client.CloseIdleConnections()
+	for deadline := time.Now().Add(safetyTimeout); len(s.h.sessions.all()) > 0 || s.conns.Load() > 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			s.t.Fatalf("%d sessions never expired, %d connections never closed", len(s.h.sessions.all()), s.conns.Load())
+		}
+	}
+}
+
+// stdioBurst runs the stdio mix of burst n and waits for its answers.
+func (s *soak) stdioBurst(n int) {
 	var lines bytes.Buffer
 	want := 0
-	id := func(i int) string { return `"s` + strconv.Itoa(round) + "-" + strconv.Itoa(i) + `"` }
-	if round == 0 {
+	id := func(i int) string { return `"s` + strconv.Itoa(n) + "-" + strconv.Itoa(i) + `"` }
+	if n == 0 {
 		lines.WriteString(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"soak","version":"1"}}}` + "\n")
 		want++
 	}
@@ -294,7 +323,7 @@ func (s *soak) stdioRound(round int) {
 		want++
 	}
 	if _, err := s.inW.Write(lines.Bytes()); err != nil {
-		s.t.Errorf("writing the round's lines: %v", err)
+		s.t.Errorf("writing the burst's lines: %v", err)
 		return
 	}
 	for _, release := range sleepers {
@@ -304,17 +333,17 @@ func (s *soak) stdioRound(round int) {
 		select {
 		case <-s.answers:
 		case <-time.After(safetyTimeout):
-			s.t.Errorf("stdio round %d: an answer did not come", round)
+			s.t.Errorf("stdio burst %d: an answer did not come", n)
 			return
 		}
 	}
 }
 
-// httpRound runs a round's HTTP mix and waits for every answer.
-func (s *soak) httpRound(round int) {
+// httpBurst runs a burst's HTTP mix and waits for every answer.
+func (s *soak) httpBurst() {
 	var wg sync.WaitGroup
 	for k := range 4 {
-		wg.Go(func() { s.session(round, k != 0) })
+		wg.Go(func() { s.session(k != 0) })
 	}
 	for i := range 20 {
 		wg.Go(func() {
@@ -367,7 +396,7 @@ func (s *soak) post2026(body, name string, want int) string {
 
 // session opens a session, calls in it, opens and drops a GET stream, and
 // ends it with DELETE or leaves it to expire.
-func (s *soak) session(round int, end bool) {
+func (s *soak) session(end bool) {
 	status, answer, header := s.do(context.Background(), http.MethodPost, nil, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"soak","version":"1"}}}`)
 	id := header.Get("Mcp-Session-Id")
 	if status != 200 || id == "" {
