@@ -403,4 +403,3 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
-
