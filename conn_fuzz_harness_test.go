@@ -596,7 +596,7 @@ func (r *seqRun) end() {
 	case r.cfg.openEnd:
 		wire, id := r.freshID()
 		r.register(&seqCall{method: "ping", id: id})
-		line := request(wire, "ping", "")
+		line := requestLine(wire, "ping", "")
 		r.log = append(r.log, string(line)+" (no newline)")
 		r.sends++
 		r.input.push(line)
@@ -616,7 +616,7 @@ func (r *seqRun) barrier() {
 	wire, id := r.freshID()
 	c := &seqCall{method: "tools/call", tool: "echo", token: r.tokens, id: id, era2026: true, answered: make(chan struct{})}
 	r.register(c)
-	r.send(request(wire, "tools/call", withMember(fmt.Sprintf(`{"name":"echo","arguments":{"t":%d}}`, c.token), seqMeta2026(`{}`, 0))))
+	r.send(requestLine(wire, "tools/call", withMember(fmt.Sprintf(`{"name":"echo","arguments":{"t":%d}}`, c.token), seqMeta2026(`{}`, 0))))
 	r.mu.Unlock()
 	select {
 	case <-c.answered:
@@ -750,8 +750,8 @@ func withMember(params, member string) string {
 	return "{" + member + "," + params[1:]
 }
 
-// request returns a request's line; params "" leaves them out.
-func request(id, method, params string) []byte {
+// requestLine returns a request's line; params "" leaves them out.
+func requestLine(id, method, params string) []byte {
 	b := `{"jsonrpc":"2.0","id":` + id + `,"method":` + strconv.Quote(method)
 	if params != "" {
 		b += `,"params":` + params
@@ -828,7 +828,7 @@ func (r *seqRun) callTool() {
 		c.token = 0 // refused before its tool sees it
 	}
 	r.register(c)
-	r.send(request(wire, "tools/call", params))
+	r.send(requestLine(wire, "tools/call", params))
 }
 
 // maxBlockers bounds the calls that may hold a worker until the test acts
@@ -883,10 +883,10 @@ func (r *seqRun) callMethod() {
 	}
 	wire, id, dup := r.requestID()
 	c.id, c.dup = id, dup
-	line := request(wire, m.method, params)
+	line := requestLine(wire, m.method, params)
 	switch variant >> 4 {
 	case 12:
-		line = request(wire, m.method, []string{`[]`, `"x"`, `5`}[variant>>1%3])
+		line = requestLine(wire, m.method, []string{`[]`, `"x"`, `5`}[variant>>1%3])
 		c.plain = false
 	case 13:
 		line = []byte(`{"id":` + wire + `,"method":"` + m.method + `"}`)
@@ -921,7 +921,7 @@ func (r *seqRun) initialize() {
 	r.inits = append(r.inits, c)
 	r.initsOpen++
 	r.register(c)
-	r.send(request(wire, "initialize", params))
+	r.send(requestLine(wire, "initialize", params))
 }
 
 // cancel sends notifications/cancelled for a pool id, a recent fresh id or
@@ -1117,10 +1117,10 @@ func (r *seqRun) oversized() {
 	if variant&1 == 0 {
 		wire, id := r.freshID()
 		c := &seqCall{method: "ping", id: id}
-		line := request(wire, "ping", `{"pad":""}`)
+		line := requestLine(wire, "ping", `{"pad":""}`)
 		pad := seqMaxLine - over - len(line)
 		r.register(c)
-		r.send(request(wire, "ping", `{"pad":"`+strings.Repeat("x", pad)+`"}`))
+		r.send(requestLine(wire, "ping", `{"pad":"`+strings.Repeat("x", pad)+`"}`))
 		return
 	}
 	pad := seqMaxLine - over - len(`{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":""}}`) + 1 + int(variant>>1)*40
@@ -1161,16 +1161,16 @@ func (r *seqRun) batch() {
 				r.srv.mu.Unlock()
 			}
 			r.register(c)
-			parts = append(parts, string(request(wire, "tools/call", fmt.Sprintf(`{"name":%q,"arguments":{"t":%d}}`, tool, n))))
+			parts = append(parts, string(requestLine(wire, "tools/call", fmt.Sprintf(`{"name":%q,"arguments":{"t":%d}}`, tool, n))))
 		case 3:
 			wire, id := r.freshID()
 			r.register(&seqCall{method: "ping", id: id, batch: b})
-			parts = append(parts, string(request(wire, "ping", "")))
+			parts = append(parts, string(requestLine(wire, "ping", "")))
 		case 4:
 			p := seqPoolIDs[r.pick(len(seqPoolIDs))]
 			if st := r.ids[p.canonical]; st != nil && st.call != nil && st.call.answer == nil && st.call.blocked {
 				r.register(&seqCall{method: "ping", id: p.canonical, batch: b, dup: true})
-				parts = append(parts, string(request(p.wire, "ping", "")))
+				parts = append(parts, string(requestLine(p.wire, "ping", "")))
 			}
 		case 5:
 			parts = append(parts, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
@@ -1375,7 +1375,7 @@ func (r *seqRun) onResponse(pos int, raw []byte, inArray bool) *seqAnswer {
 	}
 	if m.Error != nil {
 		var e RPCError
-		if json.Unmarshal(keysOf(raw, "error"), &e) != nil || !seqDocumentedCodes[e.Code] || e.Message == "" || len(m.Error) > 3 {
+		if json.Unmarshal(memberOf(raw, "error"), &e) != nil || !seqDocumentedCodes[e.Code] || e.Message == "" || len(m.Error) > 3 {
 			r.failures = append(r.failures, fmt.Sprintf("frame %d: an error outside the documented set: %s", pos, raw))
 		}
 		a.err = &e
@@ -1419,7 +1419,7 @@ func (r *seqRun) onResponse(pos int, raw []byte, inArray bool) *seqAnswer {
 	if c.answered != nil {
 		close(c.answered)
 	}
-	if n := seqTokenOf(keysOf(raw, "result")); n != 0 && n != c.token {
+	if n := seqTokenOf(memberOf(raw, "result")); n != 0 && n != c.token {
 		r.failures = append(r.failures, fmt.Sprintf("frame %d answers id %s with token %d, but the request awaiting it has token %d: %s", pos, a.id, n, c.token, raw))
 	}
 	if c.token != 0 || isFreshID(c.id) {
@@ -1428,15 +1428,15 @@ func (r *seqRun) onResponse(pos int, raw []byte, inArray bool) *seqAnswer {
 	if c.method == "initialize" {
 		r.initsOpen--
 		var v struct{ ProtocolVersion string }
-		if a.err == nil && json.Unmarshal(keysOf(raw, "result"), &v) == nil {
+		if a.err == nil && json.Unmarshal(memberOf(raw, "result"), &v) == nil {
 			r.version = v.ProtocolVersion
 		}
 	}
 	return a
 }
 
-// keysOf returns the member key of the JSON object raw.
-func keysOf(raw []byte, key string) json.RawMessage {
+// memberOf returns the member key of the JSON object raw (nil when absent).
+func memberOf(raw []byte, key string) json.RawMessage {
 	var obj map[string]json.RawMessage
 	json.Unmarshal(raw, &obj)
 	return obj[key]

@@ -83,7 +83,7 @@ type httpSeqRun struct {
 	h      *HTTPHandler
 	ts     *httptest.Server
 	client *http.Client
-	errLog lockedBuffer
+	errLog syncLogBuffer
 
 	in  []byte
 	pos int
@@ -351,11 +351,11 @@ func (r *httpSeqRun) post() {
 	exp.request, exp.id = true, id
 	header, host, exact := r.headers(mutation, version, method, name, sessionID)
 	exp.exact = exact
-	body := string(request(id, method, params))
+	body := string(requestLine(id, method, params))
 	if s != nil && kind == 7 && s.version == ProtocolVersion20250326 && mutation&16 != 0 {
 		// A batch of two fresh requests and a notification.
 		r.fresh += 2
-		body = `[` + string(request(`"b`+strconv.Itoa(r.fresh-1)+`"`, "ping", "")) + `,{"jsonrpc":"2.0","method":"notifications/initialized"},` + string(request(`"b`+strconv.Itoa(r.fresh)+`"`, "tools/list", "")) + `]`
+		body = `[` + string(requestLine(`"b`+strconv.Itoa(r.fresh-1)+`"`, "ping", "")) + `,{"jsonrpc":"2.0","method":"notifications/initialized"},` + string(requestLine(`"b`+strconv.Itoa(r.fresh)+`"`, "tools/list", "")) + `]`
 		exp = httpExpect{inSess: true, exact: exact, ended: exp.ended}
 	}
 	if s != nil && kind == 6 && mutation&32 != 0 {
@@ -738,11 +738,11 @@ func (r *httpSeqRun) mutated() {
 	s := r.session()
 	pos, value, cut := int(r.next()), r.next(), r.next()%4
 	r.fresh++
-	body := string(request(`"m`+strconv.Itoa(r.fresh)+`"`, "tools/call", withMember(`{"name":"echo","arguments":{"t":0}}`, seqMeta2026(`{}`, 0))))
+	body := string(requestLine(`"m`+strconv.Itoa(r.fresh)+`"`, "tools/call", withMember(`{"name":"echo","arguments":{"t":0}}`, seqMeta2026(`{}`, 0))))
 	version, sessionID := ProtocolVersion20260728, ""
 	if s != nil {
 		version, sessionID = s.version, s.id
-		body = string(request(`"m`+strconv.Itoa(r.fresh)+`"`, "tools/list", `{}`))
+		body = string(requestLine(`"m`+strconv.Itoa(r.fresh)+`"`, "tools/list", `{}`))
 	}
 	p := pos % len(body)
 	body = body[:p] + string([]byte{value}) + body[min(len(body), p+int(cut)):]

@@ -12,19 +12,20 @@ import (
 	"testing"
 )
 
-// lockedBuffer is a bytes.Buffer that several goroutines may write.
-type lockedBuffer struct {
+// syncLogBuffer is a bytes.Buffer that several goroutines may write: a log
+// handler's output, read by the test.
+type syncLogBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (b *lockedBuffer) Write(p []byte) (int, error) {
+func (b *syncLogBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.Write(p)
 }
 
-func (b *lockedBuffer) String() string {
+func (b *syncLogBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.String()
@@ -96,7 +97,7 @@ func TestRequestRecordsCarryTraceIDs(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.record, func(t *testing.T) {
-			var logs lockedBuffer
+			var logs syncLogBuffer
 			logger := slog.New(TraceLogHandler(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 			rt, err := NewRuntime(RuntimeOptions{ServerInfo: Implementation{Name: "traced", Version: "1"}, Logger: logger, Policy: tc.policy, Tasks: tc.tasks})
 			if err != nil {
@@ -170,7 +171,7 @@ func TestRequestRecordsCarryTraceIDs(t *testing.T) {
 // The records logged on behalf of a request without a span (no observer,
 // or a request the observer does not trace) carry no trace ids.
 func TestUntracedRequestRecordsCarryNoTraceIDs(t *testing.T) {
-	var logs lockedBuffer
+	var logs syncLogBuffer
 	logger := slog.New(TraceLogHandler(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	rt, err := NewRuntime(RuntimeOptions{ServerInfo: Implementation{Name: "untraced", Version: "1"}, Logger: logger})
 	if err != nil {
