@@ -327,7 +327,7 @@ func (r *httpSeqRun) post() {
 		if tool == "sleep" || tool == "ask" {
 			r.blockers++
 		}
-		if tool == "sleep" && !exp.dup {
+		if tool == "sleep" && !exp.dup && !exp.ended { // a deleted session's never starts
 			sl = &httpSleeper{token: r.tokens, id: id, session: s, release: make(chan struct{})}
 			r.srv.mu.Lock()
 			r.srv.release[r.tokens] = sl.release
