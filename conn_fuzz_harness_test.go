@@ -1410,6 +1410,9 @@ func (r *seqRun) onResponse(pos int, raw []byte, inArray bool) *seqAnswer {
 		c = st.call
 	case st.racy != nil && st.racy.answer == nil:
 		c = st.racy
+		if c.batch == nil && r.highWater > st.retiredAt {
+			r.failures = append(r.failures, fmt.Sprintf("frame %d answers id %s, cancelled by message %d, after the answer to message %d: %s", pos, a.id, st.retiredAt, r.highWater, raw))
+		}
 	}
 	if c == nil {
 		r.failures = append(r.failures, fmt.Sprintf("frame %d answers id %s, which no request awaits (answered already, cancelled, or never sent): %s", pos, a.id, raw))

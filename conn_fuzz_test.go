@@ -49,8 +49,9 @@ import "testing"
 //     sleeper not released, which the test then never releases) is never
 //     answered; one cancelled while its answer may have been on its way is
 //     answered at most once, before any answer to a message sent after the
-//     cancellation, since a cancellation is read in order and nothing is
-//     written for the request once it is; a 2026 subscriptions/listen stream
+//     cancellation (a batch member's in its batch's array, whenever that
+//     comes), since a cancellation is read in order and nothing is written
+//     for the request once it is; a 2026 subscriptions/listen stream
 //     is answered at most once (a refusal), never when it stays open;
 //   - a notification is never answered; the answers with id null are
 //     exactly those of the lines that must get one: each parse error
