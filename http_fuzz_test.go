@@ -89,6 +89,7 @@ type httpSeqRun struct {
 	pos int
 
 	tokens, fresh int
+	startedTokens map[int]bool // sleepers seen starting (awaitStart)
 	sessions      []*httpSeqSession
 	sleepers      []*httpSleeper
 	streams       []context.CancelFunc
@@ -155,7 +156,7 @@ func (r *httpSeqRun) pick(n int) int { return int(r.next()) % n }
 
 func runHTTPSequence(t testing.TB, data []byte) {
 	baseline := runtime.NumGoroutine()
-	r := &httpSeqRun{t: t, in: data}
+	r := &httpSeqRun{t: t, in: data, startedTokens: map[int]bool{}}
 	r.srv = newSeqServer(t, func(o *RuntimeOptions) { o.ClientRequestTimeout = 50 * time.Millisecond })
 	r.srv.started = make(chan int, 64)
 	exec, err := NewExecutor(ExecutorOptions{MaxConcurrency: seqMaxConcurrency, MaxQueue: 256, Timeout: -1})
@@ -399,20 +400,31 @@ func (r *httpSeqRun) send(header http.Header, host, body string, exp httpExpect,
 		r.check(req, body, exp)
 	})
 	if sl != nil && exp.exact {
-		select {
-		case token := <-r.srv.started:
-			if token != sl.token {
-				r.failf("sleeper %d started while %d was awaited", token, sl.token)
-			}
-			if sl.session != nil {
-				r.mu.Lock()
-				sl.session.blocked[sl.id] = sl
-				r.mu.Unlock()
-			}
-		case <-time.After(safetyTimeout):
+		if !r.awaitStart(sl.token) {
 			r.failf("sleeper %d did not start", sl.token)
+			return
+		}
+		if sl.session != nil {
+			r.mu.Lock()
+			sl.session.blocked[sl.id] = sl
+			r.mu.Unlock()
 		}
 	}
+}
+
+// awaitStart waits until the sleeper of token has started; the other
+// sleepers that start meanwhile (whose POSTs are not waited for) are noted.
+func (r *httpSeqRun) awaitStart(token int) bool {
+	deadline := time.After(safetyTimeout)
+	for !r.startedTokens[token] {
+		select {
+		case n := <-r.srv.started:
+			r.startedTokens[n] = true
+		case <-deadline:
+			return false
+		}
+	}
+	return true
 }
 
 // httpStatusOfCode is the status of a 2026 POST answered with each code
