@@ -236,10 +236,10 @@ type HTTPHandler struct {
 	executor   *Executor
 	ownsExec   bool
 	auth       *authGate // nil without HTTPOptions.Auth
-	// runtime is true when dispatcher is a *Runtime itself (not a type
-	// that embeds one), which reads fewer request headers (see
-	// messageHeader).
-	runtime bool
+	// runtime is dispatcher when it is a *Runtime itself (not a type that
+	// embeds one), which reads fewer request headers while it has no
+	// middleware (see messageHeader); nil otherwise.
+	runtime *Runtime
 	// headerValues are the answers' header values (read-only).
 	headerValues *responseHeaderValues
 	// posts keeps 2026 POST records for reuse (takePost, recyclePost).
@@ -277,7 +277,7 @@ func NewHTTPHandler(d Dispatcher, opts HTTPOptions) (*HTTPHandler, error) {
 
 		headerValues: newResponseHeaderValues(),
 	}
-	_, h.runtime = d.(*Runtime)
+	h.runtime, _ = d.(*Runtime)
 	if opts.Auth != nil {
 		gate, err := newAuthGate(opts.Auth)
 		if err != nil {

@@ -186,13 +186,14 @@ func (m *postedMessage) stateless(r *http.Request) bool {
 // session it then gets what the connection synthesizes, the negotiated
 // version, which is what the request carries too (another is refused
 // before) or what the connection puts in the request's map. So when the
-// dispatcher is the Runtime itself, a 2026 message whose _meta names its
-// version, and a session's message other than an initialize or a batch,
-// carry no copy of the headers: copying them was a tenth of the
-// allocations of a call. Any other Dispatcher, one that wraps or embeds a
-// Runtime included, gets every header.
+// dispatcher is the Runtime itself, without middleware, a 2026 message
+// whose _meta names its version, and a session's message other than an
+// initialize or a batch, carry no copy of the headers: copying them was a
+// tenth of the allocations of a call. Any other Dispatcher, one that wraps
+// or embeds a Runtime included, and a Runtime's middleware (Runtime.Use),
+// get every header.
 func (h *HTTPHandler) messageHeader(r *http.Request, msg *postedMessage, inSession bool) map[string]string {
-	if h.runtime {
+	if h.runtime != nil && !h.runtime.usesMiddleware() {
 		switch {
 		case !inSession && msg.hasMeta:
 			return nil

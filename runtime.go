@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -126,6 +127,12 @@ type Runtime struct {
 	tasks runtimeTasks // set by NewRuntime; nil without RuntimeOptions.Tasks
 
 	features features // what features registered (runtime_features.go)
+
+	// middleware holds the Dispatchers Use installed, outermost first; nil
+	// until it installs one. Use replaces the slice under useMu, never
+	// modifies one it stored.
+	middleware atomic.Pointer[[]Dispatcher]
+	useMu      sync.Mutex
 }
 
 var _ fastPathDispatcher = (*Runtime)(nil)
@@ -251,12 +258,20 @@ type methodCall struct {
 // binding is what the cursors and requestStates issued to c are bound to.
 func (c *methodCall) binding() string { return principalBinding(c.principal) }
 
-// Dispatch serves one admitted message. Notifications (req.ID == nil) get an
-// empty Reply. For a request it selects the dialect (SPEC §7), then serves
-// the method; handler panics are recovered and answered -32603 "Internal
-// error". Dispatch returns when the handler it calls returns, so handlers
-// must honour ctx.
+// Dispatch serves one admitted message, through the middleware Use
+// installed. Notifications (req.ID == nil) get an empty Reply. For a request
+// it selects the dialect, then serves the method; handler panics are
+// recovered and answered -32603 "Internal error". Dispatch returns when the
+// handler it calls returns, so handlers must honour ctx.
 func (rt *Runtime) Dispatch(ctx context.Context, req *Request) Reply {
+	if layers := rt.middleware.Load(); layers != nil {
+		return rt.dispatchThroughMiddleware(ctx, *layers, req)
+	}
+	return rt.dispatch(ctx, req)
+}
+
+// dispatch is Dispatch below the middleware.
+func (rt *Runtime) dispatch(ctx context.Context, req *Request) Reply {
 	if req.ID == nil {
 		return Reply{}
 	}

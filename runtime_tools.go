@@ -33,10 +33,12 @@ type Tool struct {
 	// Inline says the handler returns at once: it never blocks (no I/O, no
 	// waiting on locks, channels or the client) and does little work. The
 	// connection's owner then runs its calls itself, with no hand-off to an
-	// executor worker and back. Such a call takes no worker, has no
-	// RequestTimeout and cannot be cancelled; its progress and log
-	// notifications are written before its answer (16 at most), and a
-	// request to the client (sampling, elicitation, roots) fails with
+	// executor worker and back, and so it runs the Runtime's middleware
+	// (Runtime.Use) on them: while the call runs, the owner reads nothing
+	// from its client, not even a cancellation. Such a call takes no
+	// worker, has no RequestTimeout and cannot be cancelled; its progress
+	// and log notifications are written before its answer (16 at most), and
+	// a request to the client (sampling, elicitation, roots) fails with
 	// ErrInlineRequest. A tool that supports tasks cannot be inline. Never
 	// sent to clients.
 	Inline bool `json:"-"`
