@@ -446,8 +446,8 @@ func (c *connection) submit(ex *execution) error {
 		}
 	}
 	c.startOperation(ex)
-	if c.servedInline(ex) {
-		return c.runInline(ex)
+	if d := c.inlineDispatcherFor(ex); d != nil {
+		return c.runInline(ex, d)
 	}
 	ref, err := c.submitter().submit(&ex.job, c.requestTimeout)
 	switch {
@@ -501,14 +501,14 @@ func (c *connection) inFlight(id string) bool {
 func (ex *execution) execute(ctx context.Context) any {
 	c := ex.conn
 	ex.peer = requestPeer{calls: c.calls, done: c.done, ex: ex}
-	ex.serve(ctx, &ex.peer)
+	ex.serve(ctx, c.dispatcher, &ex.peer)
 	return nil
 }
 
-// serve dispatches ex's message with ctx and peer (its own Peer, or an
+// serve dispatches ex's message to d with ctx and peer (its own Peer, or an
 // inline request's) and keeps the result.
-func (ex *execution) serve(ctx context.Context, peer *requestPeer) {
-	ex.result = serveEnvelope(ex.observedContext(ctx), ex.conn.dispatcher, &ex.req, ex.env, ex.id, peer)
+func (ex *execution) serve(ctx context.Context, d Dispatcher, peer *requestPeer) {
+	ex.result = serveEnvelope(ex.observedContext(ctx), d, &ex.req, ex.env, ex.id, peer)
 }
 
 // serveEnvelope admits env, a decoded message whose canonical id is id,

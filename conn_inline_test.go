@@ -144,8 +144,8 @@ func TestInlineOnlyForInlineTools(t *testing.T) {
 		{"tools/list", `{"name":"quick"}`, false},
 	}
 	for _, tt := range tests {
-		if got := rt.servesInline(tt.method, []byte(tt.params)); got != tt.want {
-			t.Errorf("servesInline(%s, %s) = %v, want %v", tt.method, tt.params, got, tt.want)
+		if got := rt.inlineFor(tt.method, []byte(tt.params)) != nil; got != tt.want {
+			t.Errorf("inlineFor(%s, %s) != nil is %v, want %v", tt.method, tt.params, got, tt.want)
 		}
 	}
 }

@@ -1,14 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // seenMessage is what a middleware saw of one message.
@@ -572,5 +575,109 @@ func TestUseWhileServing(t *testing.T) {
 		if passed[n] != 1 {
 			t.Fatalf("after Use: layer %d passed %d messages of one, all: %v", n, passed[n], passed)
 		}
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for a logger and a test.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// An inline call that holds its connection's owner longer than
+// inlineBlockThreshold, in its handler or its middleware, is logged once
+// per tool with the tool's name; a call that takes no longer, and a call a
+// worker serves however long it takes, are not. The runtime's clock is the
+// test's: a blocked call is one during which the test moved it on.
+func TestInlineCallThatBlocksIsLogged(t *testing.T) {
+	var logs lockedBuffer
+	rt := newTestRuntime(t, RuntimeOptions{ServerInfo: Implementation{Name: "t", Version: "1"},
+		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	clock := newFakeClock()
+	rt.now = clock.Now
+	entered, release := make(chan string), make(chan struct{})
+	wait := func(name string) {
+		entered <- name
+		<-release
+	}
+	tools := []struct {
+		name           string
+		inline         bool
+		handlerWaits   bool
+		middlewareWait bool
+	}{
+		{"handler_blocks", true, true, false},
+		{"middleware_blocks", true, false, true},
+		{"quick", true, false, false},
+		{"at_threshold", true, true, false},
+		{"worker", false, true, false},
+	}
+	for _, tool := range tools {
+		mustAddTool(t, rt, Tool{Name: tool.name, Inline: tool.inline}, func(context.Context, *HandlerRequest) (*ToolResult, error) {
+			if tool.handlerWaits {
+				wait(tool.name)
+			}
+			return TextResult("done"), nil
+		})
+		if tool.middlewareWait {
+			rt.Use(func(next Dispatcher) Dispatcher {
+				return DispatcherFunc(func(ctx context.Context, req *Request) Reply {
+					if strings.Contains(string(req.Params), `"name":"`+tool.name+`"`) {
+						wait(tool.name)
+					}
+					return next.Dispatch(ctx, req)
+				})
+			})
+		}
+	}
+	h := startHarnessWith(t, Options{}, rt)
+	id := 0
+	call := func(tool string, waits bool, held time.Duration) {
+		t.Helper()
+		id++
+		h.send(inlineCall(id, tool, ""))
+		if waits {
+			if got := waitFor(t, entered, "the call to wait"); got != tool {
+				t.Fatalf("%s waits, want %s", got, tool)
+			}
+			clock.advance(held)
+			release <- struct{}{}
+		}
+		if got := decodeFrame(t, h.next()); got.Error != nil || !strings.Contains(string(got.Result), "done") {
+			t.Fatalf("%s answered %+v", tool, got)
+		}
+	}
+	over := inlineBlockThreshold + time.Millisecond
+	for range 2 {
+		call("handler_blocks", true, over)
+		call("middleware_blocks", true, over)
+		call("quick", false, 0)
+		call("at_threshold", true, inlineBlockThreshold)
+		call("worker", true, time.Second)
+	}
+	h.noFramesLeft()
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	var logged []string
+	for _, line := range lines {
+		_, tool, ok := strings.Cut(line, " tool=")
+		if !ok || !strings.Contains(line, "level=WARN") || !strings.Contains(line, "held=6ms threshold=5ms") {
+			t.Fatalf("log line %q, want a warning naming the tool, how long it held the owner and the threshold", line)
+		}
+		logged = append(logged, strings.Fields(tool)[0])
+	}
+	if want := []string{"handler_blocks", "middleware_blocks"}; !slices.Equal(logged, want) {
+		t.Fatalf("logged %v, want %v", logged, want)
 	}
 }

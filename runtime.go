@@ -133,6 +133,10 @@ type Runtime struct {
 	// modifies one it stored.
 	middleware atomic.Pointer[[]Dispatcher]
 	useMu      sync.Mutex
+
+	// now is the clock that times inline calls (runtime_inline.go); set by
+	// NewRuntime, replaced only by tests before serving.
+	now func() time.Time
 }
 
 var _ fastPathDispatcher = (*Runtime)(nil)
@@ -165,6 +169,7 @@ func NewRuntime(opts RuntimeOptions) (*Runtime, error) {
 		logger:       opts.Logger,
 		cursors:      cursors,
 		cat:          newCatalog(),
+		now:          time.Now,
 	}
 	rt.defaultLogLevel = opts.DefaultLogLevel
 	rt.logging, rt.resourcesSubscribe = opts.Logging, opts.ResourcesSubscribe

@@ -56,7 +56,9 @@ type Middleware func(next Dispatcher) Dispatcher
 //
 // An Inline tool's call runs on its connection's owner (see Tool.Inline), and
 // so does its middleware: on that call a middleware must not block either,
-// and its context is never cancelled.
+// and its context is never cancelled. A call that holds the owner longer than
+// a few milliseconds is logged once per tool, with the tool's name, to the
+// Runtime's Logger.
 //
 // Use is safe to call at any time, also while the Runtime serves: a message
 // that arrives after Use returned passes through what it installed, one

@@ -39,8 +39,11 @@ type Tool struct {
 	// worker, has no RequestTimeout and cannot be cancelled; its progress
 	// and log notifications are written before its answer (16 at most), and
 	// a request to the client (sampling, elicitation, roots) fails with
-	// ErrInlineRequest. A tool that supports tasks cannot be inline. Never
-	// sent to clients.
+	// ErrInlineRequest. A call that holds the owner for more than 5 ms,
+	// middleware included, is logged once per tool, at warning level, to
+	// RuntimeOptions.Logger, with the tool's name: such a tool should not be
+	// Inline. A tool that supports tasks cannot be inline. Never sent to
+	// clients.
 	Inline bool `json:"-"`
 	// A client of an older protocol version is sent only the fields its
 	// version defines (dialect.tool): no Icons before 2025-11-25; no Title,
@@ -90,6 +93,7 @@ type toolEntry struct {
 	tool     Tool
 	required []string // inputSchema.required
 	handler  ToolHandler
+	inline   *inlineCalls // serves its calls on the owner; nil unless tool.Inline
 }
 
 // The task support a tool declares (ToolExecution.TaskSupport; the
@@ -136,6 +140,9 @@ func (rt *Runtime) AddTool(tool Tool, handler ToolHandler) error {
 	entry, err := newToolEntry(tool, handler)
 	if err != nil {
 		return fmt.Errorf("adding tool %q: %w", tool.Name, err)
+	}
+	if entry.tool.Inline {
+		entry.inline = &inlineCalls{rt: rt, name: entry.tool.Name}
 	}
 	tasks := entry.tool.Execution.supportsTasks()
 	if tasks && rt.tasks == nil {
@@ -308,23 +315,6 @@ func (rt *Runtime) callTool(ctx context.Context, c *methodCall) Reply {
 	}
 	res, err := runHandler(rt, c, name, func() (*ToolResult, error) { return entry.handler(ctx, req) })
 	return rt.toolCallReply(c, req, res, err)
-}
-
-// servesInline reports whether a request is a tools/call of an Inline tool
-// (inlineDispatcher). The name is looked up as tools/call finds it when it
-// has no escapes; one with escapes runs on a worker.
-func (rt *Runtime) servesInline(method string, params []byte) bool {
-	if method != methodToolsCall {
-		return false
-	}
-	raw, ok := lookupMember(params, "name")
-	if !ok {
-		return false
-	}
-	rt.mu.RLock()
-	entry := rt.cat.tools.byKey[string(plainStringContent(raw))]
-	rt.mu.RUnlock()
-	return entry != nil && entry.tool.Inline
 }
 
 // toolCallReply answers the call c of a tool whose handler (with request req)
