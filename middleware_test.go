@@ -681,3 +681,33 @@ func TestInlineCallThatBlocksIsLogged(t *testing.T) {
 		t.Fatalf("logged %v, want %v", logged, want)
 	}
 }
+
+// The rate limit of the examples keeps at most maxPrincipals buckets: a new
+// principal beyond them is refused while every bucket is in use, and takes
+// the place of one that has refilled.
+func TestRateLimitExampleBoundsItsBuckets(t *testing.T) {
+	rt := newCatalogRuntime(t)
+	clock := newFakeClock()
+	rt.Use(rateLimit(1, 1, 1, clock.Now))
+	call := func(who string) *RPCError {
+		ctx := ContextWithPrincipal(context.Background(), &Principal{Subject: who})
+		return rt.Dispatch(ctx, statelessRequest("tools/call", `{"name":"echo","arguments":{"text":"x"}}`)).Error
+	}
+	steps := []struct {
+		who     string
+		advance time.Duration
+		refused bool
+	}{
+		{"alice", 0, false},
+		{"alice", 0, true},          // her bucket is empty
+		{"bob", 0, true},            // alice's bucket is the one there may be, and in use
+		{"bob", time.Second, false}, // alice's has refilled: bob takes its place
+		{"alice", 0, true},          // and bob's bucket is in use
+	}
+	for i, step := range steps {
+		clock.advance(step.advance)
+		if rerr := call(step.who); (rerr != nil) != step.refused || rerr != nil && rerr.Code != codeRateLimited {
+			t.Fatalf("step %d, %s: error %v, want refused %v", i, step.who, rerr, step.refused)
+		}
+	}
+}
