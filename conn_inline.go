@@ -116,10 +116,10 @@ func (c *connection) inlineDispatcherFor(ex *execution) Dispatcher {
 }
 
 // runInline runs ex on the owner with d (from inlineDispatcherFor) and
-// answers it, after the notifications its handler sent. A panic that escapes the dispatcher is answered as a
-// failed worker's would be. An execution in a record of the connection's
-// own gives its handler a side record (inlineSide) and is recycled once
-// answered.
+// answers it, after the notifications its handler sent. A panic that
+// escapes the dispatcher is answered as a failed worker's would be. An
+// execution in a record of the connection's own gives its handler a side
+// record (inlineSide) and is recycled once answered.
 func (c *connection) runInline(ex *execution, d Dispatcher) error {
 	ex.inline = true
 	ctx, peer, notes := &ex.job.ctx, &ex.peer, &ex.notes

@@ -373,6 +373,29 @@ func TestMiddlewareKeepsInlineTools(t *testing.T) {
 	h.noFramesLeft()
 }
 
+// A middleware that panics fails the request it was serving, answered
+// -32603 "Request worker failed" whether a worker or the connection's owner
+// (an inline call) ran it, and the connection goes on.
+func TestMiddlewarePanicFailsItsRequest(t *testing.T) {
+	rt := inlineRuntime(t, make(chan struct{}, 1), make(chan struct{}))
+	mustAddTool(t, rt, Tool{Name: "worker"}, echoTool("worker"))
+	rt.Use(func(next Dispatcher) Dispatcher {
+		return DispatcherFunc(func(ctx context.Context, req *Request) Reply {
+			if strings.Contains(string(req.Params), `"panic":true`) {
+				panic("middleware panic")
+			}
+			return next.Dispatch(ctx, req)
+		})
+	})
+	h := startHarnessWith(t, Options{}, rt)
+	failed := `{"jsonrpc":"2.0","id":%d,"error":{"code":-32603,"message":"Request worker failed"}}` + "\n"
+	for i, tool := range []string{"quick", "worker"} {
+		h.expectAnswer(inlineCall(2*i+1, tool, `,"panic":true`), fmt.Sprintf(failed, 2*i+1))
+		h.expectAnswer(inlineCall(2*i+2, tool, ""), toolAnswer(2*i+2, tool))
+	}
+	h.noFramesLeft()
+}
+
 // A middleware may keep the Request and the Reply it saw after it returned:
 // the transport's next messages change neither, though they are inline
 // calls, whose records the transports reuse (a stdio connection's, a 2026

@@ -17,7 +17,8 @@ import (
 // A middleware's Dispatch has the Dispatcher contract: it runs concurrently
 // with itself, must return when ctx is done, and never modifies req (to hand
 // next something else, such as a Peer that watches what the handler sends to
-// the client, it passes a copy). What it reads:
+// the client, it passes a copy); a panic in it is answered -32603 "Request
+// worker failed", as a Dispatcher's is. What it reads:
 //
 //   - req.Method, req.ID (nil for a notification), req.Params;
 //   - req.Header (HeaderValue): every header of an HTTP request, the
@@ -61,8 +62,9 @@ type Middleware func(next Dispatcher) Dispatcher
 // Runtime's Logger.
 //
 // Use is safe to call at any time, also while the Runtime serves: a message
-// that arrives after Use returned passes through what it installed, one
-// already being served may not. Installing middleware changes nothing else a
+// that arrives after Use returned passes through what it installed; one that
+// arrived before may or may not (and then, over HTTP, may lack its
+// headers). Installing middleware changes nothing else a
 // transport gets from the Runtime: catalog change notifications, listen
 // streams, tasks and inline tools work as without it. Use panics if a
 // Middleware is nil or returns a nil Dispatcher; then it installs none of
@@ -115,8 +117,8 @@ type middlewareNext struct {
 }
 
 func (n *middlewareNext) Dispatch(ctx context.Context, req *Request) Reply {
-	if layers := *n.rt.middleware.Load(); n.depth < len(layers) {
-		return layers[n.depth].Dispatch(ctx, req)
+	if layers := n.rt.middleware.Load(); layers != nil && n.depth < len(*layers) {
+		return (*layers)[n.depth].Dispatch(ctx, req)
 	}
 	return n.rt.dispatch(ctx, req)
 }
