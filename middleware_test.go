@@ -551,22 +551,33 @@ func TestUseRefusesNil(t *testing.T) {
 }
 
 // Use is safe while the Runtime serves: dispatches running alongside it
-// pass through the middleware installed so far, and once Use returned every
-// message passes through all of it.
+// pass through the middleware installed so far (each Use waits until one
+// passed through what it installed, so that the next runs alongside
+// dispatches), and once Use returned every message passes through all of
+// it.
 func TestUseWhileServing(t *testing.T) {
 	rt := newCatalogRuntime(t)
 	const layers = 20
 	var mu sync.Mutex
 	passed := map[int]int{}
+	reached := make([]chan struct{}, layers)
 	layer := func(n int) Middleware {
+		reached[n] = make(chan struct{}, 1)
 		return func(next Dispatcher) Dispatcher {
 			return DispatcherFunc(func(ctx context.Context, req *Request) Reply {
 				mu.Lock()
 				passed[n]++
 				mu.Unlock()
+				select {
+				case reached[n] <- struct{}{}:
+				default:
+				}
 				return next.Dispatch(ctx, req)
 			})
 		}
+	}
+	call := func() Reply {
+		return dispatch(rt, statelessRequest("tools/call", `{"name":"echo","arguments":{"text":"x"}}`))
 	}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -578,7 +589,7 @@ func TestUseWhileServing(t *testing.T) {
 					return
 				default:
 				}
-				if r := dispatch(rt, statelessRequest("tools/call", `{"name":"echo","arguments":{"text":"x"}}`)); r.Error != nil {
+				if r := call(); r.Error != nil {
 					t.Error(r.Error)
 					return
 				}
@@ -587,13 +598,14 @@ func TestUseWhileServing(t *testing.T) {
 	}
 	for n := range layers {
 		rt.Use(layer(n))
+		waitFor(t, reached[n], fmt.Sprintf("a dispatch through layer %d", n))
 	}
 	close(stop)
 	wg.Wait()
 	mu.Lock()
 	clear(passed)
 	mu.Unlock()
-	dispatch(rt, statelessRequest("tools/call", `{"name":"echo","arguments":{"text":"x"}}`))
+	call()
 	for n := range layers {
 		if passed[n] != 1 {
 			t.Fatalf("after Use: layer %d passed %d messages of one, all: %v", n, passed[n], passed)
