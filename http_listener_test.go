@@ -662,7 +662,7 @@ func TestHTTPListenerChecksFramingUnderTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle(DefaultHTTPPath, h)
+	mux.Handle(mcpPath, h)
 	srv := &http.Server{Handler: mux, ConnState: ln.ConnState, ReadHeaderTimeout: failAfter}
 	go srv.Serve(ln)
 	t.Cleanup(func() {
@@ -708,7 +708,7 @@ func TestHTTPListenerChecksFramingUnderTLS(t *testing.T) {
 
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: clientTLS, ForceAttemptHTTP2: true}}
 	defer client.CloseIdleConnections()
-	s := &httpTestServer{t: t, url: "https://" + addr + DefaultHTTPPath}
+	s := &httpTestServer{t: t, url: "https://" + addr + mcpPath}
 	req, err := http.NewRequest(http.MethodPost, s.url, strings.NewReader(rawListBody))
 	if err != nil {
 		t.Fatal(err)

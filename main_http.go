@@ -16,13 +16,39 @@ import (
 	"time"
 )
 
-// serveHTTP is the command with -http: it serves rt over Streamable HTTP on
-// c.httpAddr until SIGINT or SIGTERM, then drains (HTTPHandler.Shutdown): no
-// new connections, connections that never carried a request closed at once,
-// open streams end, requests in flight finish (within the request timeout),
-// and WriteTimeout plus a second after the last one is answered whatever
-// clients are still connected are cut. It returns the exit status: 0 after
-// the drain, 1 when serving failed, 2 for a bad address.
+// mcpPath is where the command serves MCP over HTTP.
+const mcpPath = "/mcp"
+
+// httpOptions are the handler's options the flags set.
+func (c *config) httpOptions() HTTPOptions {
+	return HTTPOptions{
+		MaxBodyBytes:     c.maxLineBytes,
+		RequestTimeout:   c.requestTimeout,
+		MaxSubscriptions: c.maxSubscriptions,
+		MaxConcurrency:   c.maxConcurrency,
+		MaxQueue:         c.maxQueue,
+		MaxInflightBytes: c.maxInflightBytes,
+		// Each client's share; 0 is the whole, as the flags mean it.
+		MaxClientConcurrency:   c.maxClientConcurrency,
+		MaxClientQueue:         c.maxClientQueue,
+		MaxClientInflightBytes: c.maxClientInflightBytes,
+		MaxClientSessions:      c.maxClientSessions,
+		KeepAlive:              c.keepAlive,
+		WriteTimeout:           c.writeTimeout,
+		AllowedOrigins:         c.allowedOrigins,
+		TrustedProxies:         c.trustedProxies,
+	}
+}
+
+// serveHTTP is the command with -http: it serves rt over Streamable HTTP at
+// mcpPath of c.httpAddr (and, with authorization, the protected resource
+// metadata at its well-known paths) until SIGINT or SIGTERM, then drains:
+// the server stops accepting and closes the connections no request arrived
+// on, while the handler drains (HTTPHandler.Shutdown: open streams end,
+// requests in flight finish within the request timeout, bodies still
+// trickling in are cut); once it has, WriteTimeout plus a second later
+// whatever clients are still connected are cut. It returns the exit status:
+// 0 after the drain, 1 when serving failed, 2 for a bad address.
 func serveHTTP(c config, rt *Runtime, logger *slog.Logger, stderr io.Writer, tel *commandTelemetry) int {
 	if c.notifyEvery > 0 || len(c.notificationMethods) > 0 {
 		fmt.Fprintln(stderr, "mcpstdio: -notification-methods and -notify-every apply to stdio only, not with -http")
@@ -52,27 +78,9 @@ func serveHTTP(c config, rt *Runtime, logger *slog.Logger, stderr io.Writer, tel
 	if auth != nil {
 		allowed = append(allowed, c.auth.resourceHost()) // clients name the resource's host
 	}
-	h, err := NewHTTPHandler(rt, HTTPOptions{
-		MaxBodyBytes:     c.maxLineBytes,
-		RequestTimeout:   c.requestTimeout,
-		MaxSubscriptions: c.maxSubscriptions,
-		MaxConcurrency:   c.maxConcurrency,
-		MaxQueue:         c.maxQueue,
-		MaxInflightBytes: c.maxInflightBytes,
-		// Each client's share; 0 is the whole, as the flags mean it.
-		MaxClientConcurrency:   c.maxClientConcurrency,
-		MaxClientQueue:         c.maxClientQueue,
-		MaxClientInflightBytes: c.maxClientInflightBytes,
-		MaxClientSessions:      c.maxClientSessions,
-		KeepAlive:              c.keepAlive,
-		WriteTimeout:           c.writeTimeout,
-		AllowedHosts:           allowed,
-		AllowedOrigins:         c.allowedOrigins,
-		Logger:                 logger,
-		Auth:                   auth,
-		TrustedProxies:         c.trustedProxies,
-		Observer:               tel.observer(),
-	})
+	opts := c.httpOptions()
+	opts.AllowedHosts, opts.Logger, opts.Auth, opts.Observer = allowed, logger, auth, tel.observer()
+	h, err := NewHTTPHandler(rt, opts)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 2
@@ -102,17 +110,22 @@ func serveHTTP(c config, rt *Runtime, logger *slog.Logger, stderr io.Writer, tel
 			return 1
 		}
 	}
-	srv := newHTTPServer(h, c.maxHeaderBytes, logger, func(c net.Conn, state http.ConnState) {
-		h.ConnState(c, state)  // for the drain: connections never used
-		ln.ConnState(c, state) // for the connection bound: idle ones are shed first
-	})
+	mux := http.NewServeMux()
+	mux.Handle(mcpPath, h)
+	if path, metadata := h.ProtectedResourceMetadata(); metadata != nil {
+		mux.Handle(path, metadata)
+		if path != wellKnownProtectedResource {
+			mux.Handle(wellKnownProtectedResource, metadata) // where clients look when a challenge names none
+		}
+	}
+	srv := newHTTPServer(mux, c.maxHeaderBytes, logger, ln.ConnState) // idle connections are shed first at the bound
 	setMemoryLimit(memoryLimit(c), logger)
 	setGCPercent(httpGCPercent, logger)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	fmt.Fprintf(stderr, "mcpstdio: serving MCP over HTTP at http://%s%s\n", bound, DefaultHTTPPath)
+	fmt.Fprintf(stderr, "mcpstdio: serving MCP over HTTP at http://%s%s\n", bound, mcpPath)
 	select {
 	case err := <-served:
 		logger.Error("mcpstdio: serving HTTP failed", "err", err)
@@ -129,9 +142,25 @@ func serveHTTP(c config, rt *Runtime, logger *slog.Logger, stderr io.Writer, tel
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), drain+c.writeTimeout+time.Second)
 	defer cancel()
-	if err := h.Shutdown(sctx, srv); err != nil {
+	stopped := make(chan struct{})
+	go func() {
+		srv.Shutdown(sctx) // its only errors are sctx's and the listener's close
+		close(stopped)
+	}()
+	if err := h.Shutdown(sctx); err != nil {
 		logger.Warn("mcpstdio: drain cut short", "err", err)
 	}
+	// Drained, the handler runs nothing: what can be left is net/http's,
+	// answers' last bytes being flushed or a client sending a next
+	// request's headers (up to ReadHeaderTimeout).
+	grace := time.NewTimer(c.writeTimeout + time.Second)
+	defer grace.Stop()
+	select {
+	case <-stopped:
+	case <-grace.C:
+	}
+	srv.Close()
+	<-stopped
 	return 0
 }
 

@@ -19,7 +19,7 @@ import (
 func TestBinaryServesHTTPAndDrainsOnSIGTERM(t *testing.T) {
 	addrFile := filepath.Join(t.TempDir(), "addr")
 	p := startHTTPServer(t, "-http-addr-file", addrFile)
-	url := p.base + DefaultHTTPPath
+	url := p.base + mcpPath
 	addr, err := os.ReadFile(addrFile)
 	if err != nil || "http://"+strings.TrimSpace(string(addr))+"/mcp" != url {
 		t.Fatalf("-http-addr-file holds %q (%v), stderr says %s", addr, err, url)
@@ -86,7 +86,7 @@ func startHTTPServer(t *testing.T, args ...string) *httpServerProcess {
 	for p.base == "" && lines.Scan() {
 		log.Write([]byte(lines.Text() + "\n"))
 		if _, after, ok := strings.Cut(lines.Text(), "serving MCP over HTTP at "); ok {
-			p.base = strings.TrimSuffix(after, DefaultHTTPPath)
+			p.base = strings.TrimSuffix(after, mcpPath)
 		}
 	}
 	if p.base == "" {
