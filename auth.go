@@ -1,11 +1,12 @@
 package main
 
 // Authorization over HTTP: the MCP server as an OAuth 2.1 resource server.
-// An HTTPHandler given HTTPOptions.Auth serves its protected resource
-// metadata (RFC 9728), refuses requests without a valid bearer token with
-// RFC 6750 challenges, puts the token's Principal in the request's context
-// (PrincipalFromContext, HandlerRequest.Principal), and binds the sessions it
-// creates to that principal. Tokens are verified by a TokenVerifier:
+// An HTTPHandler given HTTPOptions.Auth has a handler of its protected
+// resource metadata (RFC 9728, ProtectedResourceMetadata), refuses requests
+// without a valid bearer token with RFC 6750 challenges, puts the token's
+// Principal in the request's context (PrincipalFromContext,
+// HandlerRequest.Principal), and binds the sessions it creates to that
+// principal. Tokens are verified by a TokenVerifier:
 // JWTVerifier (auth_jwt.go, keys from auth_jwks.go) or IntrospectionVerifier
 // (auth_introspect.go). The stdio transport takes no tokens: an application
 // that serves stdio puts a Principal in Serve's context itself, if it wants
@@ -75,7 +76,10 @@ type AuthOptions struct {
 	// audience its tokens must name: an absolute https URI without a
 	// fragment (http only for a loopback host), e.g.
 	// "https://mcp.example.com/mcp". Required. The metadata's location, in
-	// challenges, is derived from it, never from a request's Host.
+	// challenges, is derived from it, never from a request's Host or path:
+	// its well-known path inserted between its host and its path
+	// (https://mcp.example.com/.well-known/oauth-protected-resource/mcp),
+	// where HTTPHandler.ProtectedResourceMetadata says to mount it.
 	Resource string
 	// AuthorizationServers are the issuer identifiers of the authorization
 	// servers the metadata names; at least one is required.
@@ -116,9 +120,9 @@ type authGate struct {
 	verifier         TokenVerifier
 	scopes           []string
 	toolScopes       map[string][]string
-	metadata         []byte   // the RFC 9728 document
-	metadataPaths    []string // where it is served
-	resourceMetadata string   // its URL, named in every challenge
+	metadata         []byte // the RFC 9728 document
+	metadataPath     string // where it is to be mounted
+	resourceMetadata string // its URL, named in every challenge
 }
 
 // newAuthGate validates opts and prepares what the gate serves.
@@ -171,20 +175,39 @@ func newAuthGate(opts *AuthOptions) (*authGate, error) {
 		return nil, fmt.Errorf("mcpstdio: encoding the protected resource metadata: %w", err)
 	}
 	g := &authGate{
-		verifier:      opts.Verifier,
-		scopes:        slices.Clone(opts.Scopes),
-		toolScopes:    toolScopes,
-		metadata:      metadata,
-		metadataPaths: []string{wellKnownProtectedResource},
+		verifier:   opts.Verifier,
+		scopes:     slices.Clone(opts.Scopes),
+		toolScopes: toolScopes,
+		metadata:   metadata,
+		// RFC 9728 §3.1: the well-known segment goes between the host
+		// and the resource's path.
+		metadataPath: wellKnownProtectedResource + strings.TrimSuffix(resource.EscapedPath(), "/"),
 	}
-	// RFC 9728 §3.1: the well-known segment goes between the host and the
-	// resource's path.
-	path := strings.TrimSuffix(resource.EscapedPath(), "/")
-	if path != "" {
-		g.metadataPaths = append(g.metadataPaths, wellKnownProtectedResource+path)
-	}
-	g.resourceMetadata = resource.Scheme + "://" + resource.Host + g.metadataPaths[len(g.metadataPaths)-1]
+	g.resourceMetadata = resource.Scheme + "://" + resource.Host + g.metadataPath
 	return g, nil
+}
+
+// ProtectedResourceMetadata returns the handler of the protected resource
+// metadata document (RFC 9728) of HTTPOptions.Auth, and the path to mount it
+// at on the resource's host: the well-known path followed by the path of
+// AuthOptions.Resource ("/.well-known/oauth-protected-resource/mcp" for
+// "https://mcp.example.com/mcp"), which is where every challenge's
+// resource_metadata points. The two fit http.ServeMux.Handle:
+//
+//	mux.Handle("/mcp", h)
+//	mux.Handle(h.ProtectedResourceMetadata())
+//
+// The handler answers GET and HEAD with the document, without a token, and
+// any other method 405; it does not look at the request's path, so it can
+// be mounted at the root well-known path too
+// ("/.well-known/oauth-protected-resource", where some clients look when a
+// challenge names none). Without HTTPOptions.Auth there is no document: it
+// returns "" and nil.
+func (h *HTTPHandler) ProtectedResourceMetadata() (path string, handler http.Handler) {
+	if h.auth == nil {
+		return "", nil
+	}
+	return h.auth.metadataPath, http.HandlerFunc(h.auth.serveMetadata)
 }
 
 // parseResourceURI checks a resource URI: absolute, without a fragment,
@@ -240,19 +263,10 @@ func isScopeToken(s string) bool {
 	return true
 }
 
-// admit is the gate of every request, before the endpoint's path is
-// checked. It serves the metadata documents itself (nil: answered), lets
-// other paths through untouched (the handler answers 404), and for the MCP
-// endpoint verifies the bearer token: it returns the request with the
-// Principal in its context, or nil after answering a challenge.
-func (g *authGate) admit(w http.ResponseWriter, r *http.Request, endpoint string) *http.Request {
-	if slices.Contains(g.metadataPaths, r.URL.Path) {
-		g.serveMetadata(w, r)
-		return nil
-	}
-	if r.URL.Path != endpoint {
-		return r
-	}
+// admit is the gate of every request the handler serves: it verifies the
+// bearer token and returns the request with the Principal in its context,
+// or nil after answering a challenge.
+func (g *authGate) admit(w http.ResponseWriter, r *http.Request) *http.Request {
 	if r.URL.Query().Has(paramAccessToken) {
 		g.challenge(w, http.StatusBadRequest, errorCodeInvalidRequest, "access tokens are accepted in the Authorization header only", g.scopes)
 		return nil

@@ -405,7 +405,7 @@ func TestOIDCKeyRotationAndIssuerDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(h)
-	t.Cleanup(func() { h.CloseStreams(); srv.Close(); h.Close() })
+	t.Cleanup(func() { h.endStreams(); srv.Close(); h.Close() })
 	list := func(token string) attackResult {
 		t.Helper()
 		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{`+meta2026+`}}`))

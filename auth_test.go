@@ -73,13 +73,22 @@ const (
 	echoCall2026    = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"},` + meta2026 + `}}`
 )
 
-// TestAuthMetadata: both well-known documents answer without a token and
-// describe the resource; other methods are refused.
+// TestAuthMetadata: ProtectedResourceMetadata names the path the
+// challenges point to; mounted there, its handler answers without a token
+// and describes the resource, and refuses other methods. Without Auth there
+// is none.
 func TestAuthMetadata(t *testing.T) {
 	s := newAuthTestServer(t, HTTPOptions{})
 	base := strings.TrimSuffix(s.url, "/mcp")
 	want := `{"resource":"https://mcp.example.test/mcp","authorization_servers":["https://as.example.test"],"scopes_supported":["mcp:read","mcp:admin"],"bearer_methods_supported":["header"]}`
-	for _, path := range []string{"/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"} {
+	if path, _ := s.h.ProtectedResourceMetadata(); !strings.Contains(wantMetadataURL, `"https://mcp.example.test`+path+`"`) {
+		t.Fatalf("ProtectedResourceMetadata's path %q, want that of the challenges' %s", path, wantMetadataURL)
+	}
+	plain := newHTTPTestServer(t, nil, HTTPOptions{})
+	if path, handler := plain.h.ProtectedResourceMetadata(); path != "" || handler != nil {
+		t.Fatalf("without Auth: ProtectedResourceMetadata returned %q, %v; want none", path, handler)
+	}
+	for _, path := range []string{"/.well-known/oauth-protected-resource/mcp"} {
 		resp, err := http.Get(base + path)
 		if err != nil {
 			t.Fatal(err)

@@ -64,7 +64,7 @@ func TestHandlerContextCarriesHTTPRequestValues(t *testing.T) {
 		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxProbeKey{}, "from the request")))
 	})
 	srv := httptest.NewServer(mw)
-	t.Cleanup(func() { h.CloseStreams(); srv.Close(); h.Close() })
+	t.Cleanup(func() { h.endStreams(); srv.Close(); h.Close() })
 	s := &httpTestServer{t: t, url: srv.URL + "/mcp", h: h, rt: rt}
 	resp := s.post(stateless("tools/call", "probe"), toolCall("1", "probe", meta2026With("")))
 	if body := readBody(t, resp); !strings.Contains(body, `value: from the request"`) {

@@ -32,7 +32,7 @@ import (
 
 // HTTP transport defaults.
 const (
-	DefaultHTTPPath           = "/mcp"
+	DefaultMaxBodyBytes       = 2_000_000
 	DefaultMaxSessions        = 1024
 	DefaultMaxListenStreams   = 1024
 	DefaultSessionIdleTimeout = 30 * time.Minute
@@ -50,10 +50,8 @@ const CodeHeaderMismatch = -32020
 
 // HTTPOptions configure an HTTPHandler. A zero value means the default.
 type HTTPOptions struct {
-	// Path is the MCP endpoint (default "/mcp"); other paths answer 404.
-	Path string
-	// MaxBodyBytes limits one POST body (default 2,000,000, as
-	// MaxLineBytes); a longer one is refused 413 without being read whole.
+	// MaxBodyBytes limits one POST body (default 2,000,000); a longer one
+	// is refused 413 without being read whole.
 	MaxBodyBytes int
 	// RequestTimeout is each request's deadline, counted from when it starts
 	// running; 0 means the executor's default (30s), negative means none.
@@ -186,8 +184,6 @@ func (o *HTTPOptions) normalize() error {
 		return fmt.Errorf("mcpstdio: HTTPOptions.MaxReplayBytes must be positive, got %d", o.MaxReplayBytes)
 	case o.ReadBodyTimeout < 0:
 		return fmt.Errorf("mcpstdio: HTTPOptions.ReadBodyTimeout must be positive, got %v", o.ReadBodyTimeout)
-	case o.Path != "" && !strings.HasPrefix(o.Path, "/"):
-		return fmt.Errorf("mcpstdio: HTTPOptions.Path must start with \"/\", got %q", o.Path)
 	case o.MaxClientConcurrency < 0 || o.MaxClientQueue < 0 || o.MaxClientInflightBytes < 0:
 		return errors.New("mcpstdio: HTTPOptions.MaxClientConcurrency, MaxClientQueue and MaxClientInflightBytes must not be negative (0 means the whole)")
 	case o.Executor != nil && (o.MaxConcurrency != 0 || o.MaxQueue != 0 || o.MaxInflightBytes != 0 ||
@@ -202,8 +198,7 @@ func (o *HTTPOptions) normalize() error {
 	o.AllowedHosts = append([]string(nil), o.AllowedHosts...)
 	o.AllowedOrigins = append([]string(nil), o.AllowedOrigins...)
 	o.TrustedProxies = append([]netip.Prefix(nil), o.TrustedProxies...)
-	defaultTo(&o.Path, DefaultHTTPPath)
-	defaultTo(&o.MaxBodyBytes, DefaultMaxLineBytes)
+	defaultTo(&o.MaxBodyBytes, DefaultMaxBodyBytes)
 	defaultTo(&o.MaxSubscriptions, DefaultMaxSubscriptions)
 	defaultTo(&o.MaxSessions, DefaultMaxSessions)
 	defaultTo(&o.MaxListenStreams, DefaultMaxListenStreams)
@@ -221,10 +216,13 @@ func (o *HTTPOptions) normalize() error {
 }
 
 // HTTPHandler serves one MCP server over Streamable HTTP. Construct it with
-// NewHTTPHandler and mount it (it answers its Path only); it is safe for
-// concurrent use, as http.Handler requires. When the server shuts down, call
-// Shutdown (with ConnState installed on the http.Server), or CloseStreams,
-// http.Server.Shutdown and Close in that order.
+// NewHTTPHandler and mount it where clients are to reach it: it serves MCP
+// at whatever path the mux routes to it (mux.Handle("/mcp", h),
+// http.StripPrefix), never comparing the path with one of its own. With
+// HTTPOptions.Auth, mount ProtectedResourceMetadata's handler beside it. It
+// is safe for concurrent use, as http.Handler requires. When the server
+// shuts down, call Shutdown (with, or before, the http.Server's), or Close
+// to stop at once.
 //
 // Each initialize-era session is a connection owned by a goroutine of its
 // own (http_session.go); each 2026-07-28 POST is a connection owned by the
@@ -252,11 +250,11 @@ type HTTPHandler struct {
 	changes   changeHub    // the boxes of sessions and listen streams
 	stopWatch func()
 
-	quit      chan struct{} // closed by CloseStreams: long-lived streams end
+	quit      chan struct{} // closed by endStreams: long-lived streams end
 	quitOnce  sync.Once
 	closeOnce sync.Once
 
-	drain drainState // connections and messages in flight, for Shutdown (http_drain.go)
+	drain drainState // calls, messages and body reads in flight, for Shutdown (http_drain.go)
 }
 
 // NewHTTPHandler validates opts and returns a handler that serves d. An
@@ -303,19 +301,21 @@ func NewHTTPHandler(d Dispatcher, opts HTTPOptions) (*HTTPHandler, error) {
 	return h, nil
 }
 
-// CloseStreams ends every long-lived stream (GET streams and 2026
-// subscriptions/listen streams) and makes new ones end at once; requests in
-// flight go on. Call it before http.Server.Shutdown, which waits for the
-// handlers of open streams. Idempotent.
-func (h *HTTPHandler) CloseStreams() {
+// endStreams ends every long-lived stream (GET streams and 2026
+// subscriptions/listen streams) and makes new ones end at once, and from
+// then on requests are answered "Server shutting down" (closing); requests
+// in flight go on. Idempotent.
+func (h *HTTPHandler) endStreams() {
 	h.quitOnce.Do(func() { close(h.quit) })
 }
 
-// Close ends all streams and sessions, cancels the work still running, stops
-// watching the dispatcher's changes and closes the executor the handler
-// created. Call it after http.Server.Shutdown returned. Idempotent.
+// Close stops the handler at once: it ends all streams and sessions, cancels
+// the work still running, stops watching the dispatcher's changes and closes
+// the executor the handler created; calls still in flight are answered
+// "Server shutting down" or end as their client left. Shutdown calls it
+// when drained. Idempotent.
 func (h *HTTPHandler) Close() {
-	h.CloseStreams()
+	h.endStreams()
 	h.closeOnce.Do(func() {
 		h.stopWatch()
 		for _, s := range h.sessions.all() {
@@ -327,8 +327,10 @@ func (h *HTTPHandler) Close() {
 	})
 }
 
-// ServeHTTP serves the MCP endpoint.
+// ServeHTTP serves MCP at r's path, whatever it is.
 func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.drain.calls.begin()
+	defer h.drain.calls.end()
 	if !h.allowedHost(r.Host) {
 		httpError(w, http.StatusForbidden, "Forbidden: Host header is not allowed")
 		return
@@ -338,13 +340,9 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if h.auth != nil {
-		if r = h.auth.admit(w, r, h.opts.Path); r == nil {
+		if r = h.auth.admit(w, r); r == nil {
 			return
 		}
-	}
-	if r.URL.Path != h.opts.Path {
-		http.NotFound(w, r)
-		return
 	}
 	if refuseRepeatedRoutingHeader(w, r) {
 		return
@@ -458,10 +456,11 @@ func statelessStatus(code int) int {
 	return http.StatusOK
 }
 
-// errShuttingDown answers requests that arrive once Close was called.
+// errShuttingDown answers requests that arrive once Shutdown or Close was
+// called.
 var errShuttingDown = &RPCError{Code: CodeInternalError, Message: "Server shutting down"}
 
-// closing reports whether CloseStreams was called.
+// closing reports whether Shutdown or Close was called (endStreams).
 func (h *HTTPHandler) closing() bool {
 	select {
 	case <-h.quit:

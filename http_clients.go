@@ -242,9 +242,9 @@ type postInput struct {
 // itself when the body cannot be read: 415, 413, 408, 400, and 503 (a
 // JSON-RPC -32603 "Server execution capacity exhausted" without id, since
 // none is known) when the bytes do not fit in the in-flight budget or the
-// client's share. On success the caller releases the reservation, which is
-// held in res. A body of a known length that fits in room (nil: none) is
-// read there.
+// client's share, or "Server shutting down" once Shutdown cut body reads.
+// On success the caller releases the reservation, which is held in res. A
+// body of a known length that fits in room (nil: none) is read there.
 func (h *HTTPHandler) readBody(w http.ResponseWriter, r *http.Request, client *ExecutorClient, res *Reservation, room []byte) ([]byte, *Reservation, bool) {
 	if !isJSONMediaType(firstHeader(r.Header, headerContentType)) {
 		httpError(w, http.StatusUnsupportedMediaType, "Unsupported Media Type: Content-Type must be application/json")
@@ -262,9 +262,15 @@ func (h *HTTPHandler) readBody(w http.ResponseWriter, r *http.Request, client *E
 	// The deadline is the connection's: it is lifted once the body is read,
 	// else it would end the response streams that outlive it (when reading
 	// failed it stays, so the server does not wait for the rest of the body
-	// either). A response that cannot take deadlines is read without.
+	// either). A response that cannot take deadlines is read without. A
+	// drain that found nothing in flight cuts the read (startRead, endRead).
 	rc := http.NewResponseController(w)
 	timed := rc.SetReadDeadline(time.Now().Add(h.opts.ReadBodyTimeout)) == nil
+	if !h.drain.startRead(w, r) {
+		res.Release()
+		refuseUnread(w, ErrExecutorClosed)
+		return nil, nil, false
+	}
 	var body []byte
 	var err error
 	switch {
@@ -277,12 +283,15 @@ func (h *HTTPHandler) readBody(w http.ResponseWriter, r *http.Request, client *E
 	default:
 		body, err = readGrowing(http.MaxBytesReader(w, r.Body, limit), limit, res)
 	}
+	cut := h.drain.endRead(r)
 	if err != nil {
 		res.Release()
 		_, tooLarge := errors.AsType[*http.MaxBytesError](err)
 		switch {
 		case errors.Is(err, ErrOverloaded), errors.Is(err, ErrExecutorClosed):
 			refuseUnread(w, err)
+		case cut && errors.Is(err, os.ErrDeadlineExceeded):
+			refuseUnread(w, ErrExecutorClosed)
 		case tooLarge:
 			h.bodyTooLarge(w)
 		case errors.Is(err, os.ErrDeadlineExceeded):

@@ -571,5 +571,5 @@ func TestHTTPListenStreamsPerForwardedClient(t *testing.T) {
 	if body := readBody(t, second); second.StatusCode != http.StatusInternalServerError || !strings.Contains(body, "subscription capacity") {
 		t.Fatalf("a user's second listen stream beyond MaxSubscriptions: status %d, body %s", second.StatusCode, body)
 	}
-	s.h.CloseStreams()
+	s.h.endStreams()
 }

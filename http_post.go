@@ -72,8 +72,8 @@ func (h *HTTPHandler) servePost(w http.ResponseWriter, r *http.Request) {
 	if h.auth != nil && !h.auth.allowMessage(w, r, &msg) {
 		return
 	}
-	h.drain.beginExchange() // until it is answered: Shutdown waits for it
-	defer h.drain.endExchange()
+	h.drain.messages.begin() // until it is answered: Shutdown waits for it
+	defer h.drain.messages.end()
 	if msg.stateless(r) {
 		if post == nil {
 			post = h.takePost()

@@ -79,7 +79,7 @@ func startHAProxy(tb testing.TB, addr string) string {
 			tb.Logf("haproxy's output:\n%s", output.String())
 		}
 	})
-	return "http://" + ln.Addr().String() + DefaultHTTPPath
+	return "http://" + ln.Addr().String() + mcpPath
 }
 
 // userFrom is an HTTP client whose connections come from the loopback

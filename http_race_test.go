@@ -67,7 +67,7 @@ func newRaceServer(t *testing.T) (s *httpTestServer, release chan struct{}, logg
 	srv := httptest.NewUnstartedServer(h)
 	srv.Config.ErrorLog = log.New(logged, "", 0)
 	srv.Start()
-	t.Cleanup(func() { h.CloseStreams(); srv.Close(); h.Close() })
+	t.Cleanup(func() { h.endStreams(); srv.Close(); h.Close() })
 	return &httpTestServer{t: t, url: srv.URL + "/mcp", h: h, rt: rt}, release, logged
 }
 

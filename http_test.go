@@ -22,6 +22,9 @@ type httpTestServer struct {
 	rt  *Runtime
 }
 
+// newHTTPTestServer serves rt through an HTTPHandler mounted at /mcp of a
+// ServeMux, as the command mounts it, with the protected resource metadata
+// at its path when opts has Auth.
 func newHTTPTestServer(t *testing.T, rt *Runtime, opts HTTPOptions) *httpTestServer {
 	t.Helper()
 	if rt == nil {
@@ -31,9 +34,14 @@ func newHTTPTestServer(t *testing.T, rt *Runtime, opts HTTPOptions) *httpTestSer
 	if err != nil {
 		t.Fatalf("NewHTTPHandler: %v", err)
 	}
-	srv := httptest.NewServer(h)
+	mux := http.NewServeMux()
+	mux.Handle(mcpPath, h)
+	if path, metadata := h.ProtectedResourceMetadata(); metadata != nil {
+		mux.Handle(path, metadata)
+	}
+	srv := httptest.NewServer(mux)
 	t.Cleanup(func() {
-		h.CloseStreams()
+		h.endStreams()
 		srv.Close()
 		h.Close()
 	})
@@ -587,7 +595,6 @@ func TestNewHTTPHandlerValidatesOptions(t *testing.T) {
 		{MaxBodyBytes: -1},
 		{MaxSessions: -1},
 		{KeepAlive: -1},
-		{Path: "mcp"},
 		{AllowedOrigins: []string{"example.com"}},
 		{Executor: e, MaxConcurrency: 4},
 		{MaxConcurrency: -1},
@@ -678,9 +685,13 @@ func TestHTTPListenStream(t *testing.T) {
 	if got := events.nextMessage(); !strings.Contains(got, "notifications/tools/list_changed") || !strings.Contains(got, `subscriptionId":"L"`) {
 		t.Fatalf("event %s, want the tagged tools/list_changed", got)
 	}
-	s.h.CloseStreams()
+	shut := make(chan error, 1)
+	go func() { shut <- s.h.Shutdown(context.Background()) }()
 	if _, err := events.next(); err == nil {
-		t.Fatal("the listen stream is still open after CloseStreams")
+		t.Fatal("the listen stream is still open after Shutdown")
+	}
+	if err := <-shut; err != nil {
+		t.Fatalf("Shutdown: %v", err)
 	}
 }
 

@@ -57,6 +57,7 @@ type config struct {
 	skills                                    skillsFlags    // main_skills.go
 	store                                     taskStoreFlags // main_taskstore.go
 	maxConnections, maxHeaderBytes            int
+	http                                      httpBoundFlags // main_http.go
 	// Each client's share of the executor with -http (0: the whole,
 	// work-conserving), and of the sessions (0: a quarter).
 	maxClientConcurrency, maxClientQueue, maxClientInflightBytes, maxClientSessions int
@@ -112,7 +113,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		c.trustedProxies = p
 		return err
 	})
-	fs.IntVar(&c.maxClientSessions, "max-client-sessions", 0, "with -http, live sessions one client may have created (0: a quarter of the 1024 sessions)")
+	fs.IntVar(&c.maxClientSessions, "max-client-sessions", 0, "with -http, live sessions one client may have created (0: a quarter of -http-max-sessions)")
+	c.http.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -168,6 +170,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return fail("-page-size must be positive, got %d", c.pageSize)
 	}
 	if err := c.checkTaskFlags(); err != nil {
+		return fail("%v", err)
+	}
+	if err := c.http.check(); err != nil {
 		return fail("%v", err)
 	}
 	if err := c.store.check(); err != nil {
@@ -372,13 +377,18 @@ func run(args []string, stdin, stdout, stderr *os.File) int {
 // stdio and with -http: the input admitted and the answers kept for their
 // write (-max-inflight-bytes: lines or POST bodies, and over HTTP their
 // answers, which are admitted against the same budget) plus room for what
-// else is held, which is mostly messages too: lines read ahead or held
-// behind an initialize, the one being assembled, refused ones not yet
-// collected, and what handlers hold until their answer is admitted (the
-// arguments they decoded, the answer being built). It keeps the collector from letting the heap grow to twice what
-// is live (GOGC=100) when the input is large.
+// else is held, which is mostly messages too (four of the largest: a line,
+// with -http a POST body): lines read ahead or held behind an initialize,
+// the one being assembled, refused ones not yet collected, and what
+// handlers hold until their answer is admitted (the arguments they
+// decoded, the answer being built). It keeps the collector from letting the
+// heap grow to twice what is live (GOGC=100) when the input is large.
 func memoryLimit(c config) int64 {
-	return int64(c.maxInflightBytes) + 4*int64(c.maxLineBytes) + 16<<20
+	message := c.maxLineBytes
+	if c.httpAddr != "" {
+		message = c.http.maxBodyBytes
+	}
+	return int64(c.maxInflightBytes) + 4*int64(message) + 16<<20
 }
 
 // setMemoryLimit sets the soft memory limit to limit unless GOMEMLIMIT is

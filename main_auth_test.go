@@ -110,14 +110,18 @@ func TestBinaryServesAuthorization(t *testing.T) {
 	if resp, body := call(adminToken, "tools/call", "echo", echo); resp.StatusCode != 200 || !strings.Contains(body, `"text":"hi"`) {
 		t.Fatalf("echo with mcp:admin: %d %s", resp.StatusCode, body)
 	}
-	md, err := http.Get(p.base + "/.well-known/oauth-protected-resource/mcp")
-	if err != nil {
-		t.Fatal(err)
+	// The metadata is where the challenge points, and at the root
+	// well-known path for clients that look there.
+	for _, path := range []string{"/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"} {
+		md, err := http.Get(p.base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if body, _ := io.ReadAll(md.Body); md.StatusCode != 200 || !strings.Contains(string(body), `"authorization_servers":["`+iss.url+`"]`) {
+			t.Fatalf("metadata at %s: %d %s", path, md.StatusCode, body)
+		}
+		md.Body.Close()
 	}
-	if body, _ := io.ReadAll(md.Body); md.StatusCode != 200 || !strings.Contains(string(body), `"authorization_servers":["`+iss.url+`"]`) {
-		t.Fatalf("metadata: %d %s", md.StatusCode, body)
-	}
-	md.Body.Close()
 
 	ti := newTestIntrospector(t)
 	secret := filepath.Join(t.TempDir(), "secret")

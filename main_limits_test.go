@@ -152,7 +152,7 @@ func TestBinaryHTTPMaxHeaderBytes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		p := startHTTPServer(t, tt.args...)
-		s := &httpTestServer{t: t, url: p.base + DefaultHTTPPath}
+		s := &httpTestServer{t: t, url: p.base + mcpPath}
 		header := stateless("tools/list", "")
 		header["X-Padding"] = strings.Repeat("p", tt.header)
 		ctx, cancel := context.WithTimeout(context.Background(), failAfter)
