@@ -24,12 +24,15 @@ var ErrClosed = errors.New("mcpstdio: transport closed")
 // Options configure a Transport. A zero value means the default.
 type Options struct {
 	// Input and Output carry the newline-delimited JSON-RPC stream. Both are
-	// required. The transport never closes them. When Output has write
-	// deadlines (a SetWriteDeadline method that succeeds, as a pipe's
-	// *os.File in non-blocking mode or a net.Conn has), Serve's goroutine
-	// writes to it and sets the deadlines that bound each write by
-	// WriteTimeout, clearing them when it returns; otherwise a goroutine of
-	// the transport writes, abandoned if a Write never returns.
+	// required, except by ServeStdio and NewStdioTransport, which serve the
+	// process's standard input and output and refuse them. The transport
+	// never closes them. When Output has write deadlines (a
+	// SetWriteDeadline method that succeeds, as a pipe's *os.File in
+	// non-blocking mode or a net.Conn has), Serve's goroutine writes to it
+	// and sets the deadlines that bound each write by WriteTimeout, clearing
+	// them when it returns; otherwise a goroutine of the transport writes,
+	// abandoned if a Write never returns (as with a blocking os.Stdout:
+	// ServeStdio gives the process's stdout deadlines).
 	Input  io.Reader
 	Output io.Writer
 
