@@ -44,13 +44,14 @@ import (
 // When ServeStdio returns, the streams are as it found them: standard
 // input and output are back in the mode they had (a stream the parent made
 // non-blocking stays so), descriptor 1 is standard output again, and the
-// duplicates are closed, which ends a read of standard input still waiting
-// after a cancelled ctx. A handler still running then (one that ignores
+// duplicates are closed, which ends a read of a pipe or socket still
+// waiting after a cancelled ctx (a read of a terminal waits on, and takes
+// the next line typed). A handler still running then (one that ignores
 // its cancelled context) that writes to os.Stdout writes into the stream
-// again. On OpenBSD and AIX, whose package syscall reads no status flags, a
-// stream the parent made non-blocking is left blocking. The process has one standard
-// input and output: serve them with one ServeStdio (or stdio transport) at
-// a time.
+// again. On OpenBSD and AIX, whose package syscall reads no status flags,
+// a stream the parent made non-blocking is left blocking. The process has
+// one standard input and output: serve them with one ServeStdio (or stdio
+// transport) at a time.
 //
 // opts are as for NewTransport, except that Input and Output must be nil
 // (an error names the one that is not). An error preparing the streams
