@@ -49,15 +49,15 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 		os.Exit(0)
+	case os.Getenv(stdioChildEnv) != "":
+		os.Exit(runStdioChild(os.Getenv(stdioChildEnv)))
 	case os.Getenv(floorEnv) != "":
-		out, restoreOutput, err := isolateOutput(os.Stdout, os.Stderr)
+		stdio, err := openStdio()
 		if err != nil {
 			os.Exit(1)
 		}
-		in, restoreInput := pollableInput(os.Stdin)
-		runPipelineFloor(in, out, os.Getenv(floorEnv) == "direct")
-		restoreInput()
-		restoreOutput()
+		runPipelineFloor(stdio.in, stdio.out, os.Getenv(floorEnv) == "direct")
+		stdio.restore()
 		os.Exit(0)
 	}
 	os.Exit(m.Run())

@@ -41,7 +41,8 @@ func Example() {
 			return &ResourceResult{Contents: []ResourceContents{{Text: "Buy milk"}}}, nil
 		})
 
-	// A real server passes Input: os.Stdin; here one request stands in for a client.
+	// A real server calls ServeStdio(ctx, rt, Options{}); here one request
+	// stands in for a client.
 	in := strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"upper","arguments":{"text":"hi"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`)
 	if err := Serve(context.Background(), rt, Options{Input: in, Output: os.Stdout}); err != nil {
 		log.Fatal(err)

@@ -5,7 +5,7 @@
 // with -h for its flags.
 //
 // The command is this file and the main_*.go files (the reference catalog,
-// the HTTP wiring, the process's stdio setup). Every other non-test file is
+// the HTTP wiring, the processors on stdio). Every other non-test file is
 // the library, which stands alone: copied into another package with its
 // package clause renamed, it compiles unchanged (README: "Use it as a
 // library").
@@ -34,7 +34,7 @@ import (
 const serverVersion = "0.1.0"
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	os.Exit(run(os.Args[1:], os.Stderr))
 }
 
 // config is what the command line says.
@@ -243,7 +243,7 @@ func splitList(s string) []string {
 
 // run is the whole command; it returns the exit status: 0 after end of input
 // and drain, 1 after an output failure or a fatal error, 2 for bad flags.
-func run(args []string, stdin, stdout, stderr *os.File) int {
+func run(args []string, stderr *os.File) int {
 	c, err := parseFlags(args, stderr)
 	if err != nil {
 		return 2
@@ -302,24 +302,12 @@ func run(args []string, stdin, stdout, stderr *os.File) int {
 	if c.httpAddr != "" {
 		return serveHTTP(c, rt, logger, stderr, tel)
 	}
-	// The signal handler is installed before stdin and stdout change mode
-	// and removed after they are restored (defers run last-in first-out),
-	// so that SIGINT or SIGTERM cannot end the process in between.
+	// The signal handler is installed before Serve changes stdin's and
+	// stdout's mode and removed after Serve restored them, so that SIGINT
+	// or SIGTERM cannot end the process in between.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	// From here on every return restores stdin's and stdout's blocking
-	// mode, which the next program of a shell script inherits.
-	out, restoreOutput, err := isolateOutput(stdout, stderr)
-	if err != nil {
-		logger.Error("mcpstdio: preparing stdout failed", "err", err)
-		return 1
-	}
-	defer restoreOutput()
-	in, restoreInput := pollableInput(stdin)
-	defer restoreInput()
 	opts := Options{
-		Input:               in,
-		Output:              out,
 		WriteTimeout:        c.writeTimeout,
 		MaxLineBytes:        c.maxLineBytes,
 		RequestTimeout:      c.requestTimeout,
@@ -345,7 +333,7 @@ func run(args []string, stdin, stdout, stderr *os.File) int {
 		defer close(governed)
 		go procs.run(governed)
 	}
-	tr, err := NewTransport(rt, opts)
+	tr, err := NewStdioTransport(rt, opts)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 2
@@ -354,7 +342,7 @@ func run(args []string, stdin, stdout, stderr *os.File) int {
 		tel.t.ObserveTransport(tr)
 	}
 	setMemoryLimit(memoryLimit(c), logger)
-	if fi, err := stdin.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+	if fi, err := os.Stdin.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
 		fmt.Fprintln(stderr, "mcpstdio: serving MCP as newline-delimited JSON-RPC on stdin/stdout; type a request, or press Ctrl-D to end")
 	}
 	if c.notifyEvery > 0 {

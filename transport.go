@@ -24,12 +24,15 @@ var ErrClosed = errors.New("mcpstdio: transport closed")
 // Options configure a Transport. A zero value means the default.
 type Options struct {
 	// Input and Output carry the newline-delimited JSON-RPC stream. Both are
-	// required. The transport never closes them. When Output has write
-	// deadlines (a SetWriteDeadline method that succeeds, as a pipe's
-	// *os.File in non-blocking mode or a net.Conn has), Serve's goroutine
-	// writes to it and sets the deadlines that bound each write by
-	// WriteTimeout, clearing them when it returns; otherwise a goroutine of
-	// the transport writes, abandoned if a Write never returns.
+	// required, except by ServeStdio and NewStdioTransport, which serve the
+	// process's standard input and output and refuse them. The transport
+	// never closes them. When Output has write deadlines (a
+	// SetWriteDeadline method that succeeds, as a pipe's *os.File in
+	// non-blocking mode or a net.Conn has), Serve's goroutine writes to it
+	// and sets the deadlines that bound each write by WriteTimeout, clearing
+	// them when it returns; otherwise a goroutine of the transport writes,
+	// abandoned if a Write never returns (as with a blocking os.Stdout:
+	// ServeStdio gives the process's stdout deadlines).
 	Input  io.Reader
 	Output io.Writer
 
@@ -84,11 +87,13 @@ type Transport struct {
 	dispatcher Dispatcher
 	executor   *Executor
 	ownsExec   bool
-	// newSource starts the message source Serve reads (the lines of
-	// opts.Input, or an in-memory client's messages) and newWriter the
-	// writer of the frames (to opts.Output, or to an in-memory client).
-	newSource func() messageSource
-	newWriter func() *frameWriter
+	// connect, called once when Serve starts, returns the message source
+	// Serve reads (the lines of opts.Input, of standard input, or an
+	// in-memory client's messages) and the writer of the frames (to
+	// opts.Output, standard output, or an in-memory client). release, when
+	// not nil, runs once the connection has shut down, before Serve
+	// returns; an error ends Serve before anything is read.
+	connect func() (source messageSource, writer *frameWriter, release func(), err error)
 
 	started chan struct{}  // closed when Serve starts
 	done    chan struct{}  // closed when Serve returns
@@ -118,13 +123,14 @@ func NewTransport(d Dispatcher, opts Options) (*Transport, error) {
 	if err != nil {
 		return nil, err
 	}
-	t.newSource = func() messageSource { return newLineSource(t.opts.Input, t.opts.MaxLineBytes) }
-	t.newWriter = func() *frameWriter { return newFrameWriter(t.opts.Output, t.opts.WriteTimeout) }
+	t.connect = func() (messageSource, *frameWriter, func(), error) {
+		return newLineSource(t.opts.Input, t.opts.MaxLineBytes), newFrameWriter(t.opts.Output, t.opts.WriteTimeout), nil, nil
+	}
 	return t, nil
 }
 
 // newTransport validates opts, all but Input and Output, and returns a
-// transport that will serve d; the caller sets its newSource and newWriter.
+// transport that will serve d; the caller sets its connect.
 func newTransport(d Dispatcher, opts Options) (*Transport, error) {
 	if d == nil {
 		return nil, errors.New("mcpstdio: nil Dispatcher")
@@ -214,9 +220,7 @@ func (t *Transport) Serve(ctx context.Context) (err error) {
 	// Serving starts before the reader does: a caller that saw input being
 	// read must not be told that Serve has not started.
 	close(t.started)
-	c := newCoordinator(ctx, t, t.newSource(), t.newWriter())
 	defer func() {
-		c.shutdown(err)
 		if t.ownsExec {
 			t.executor.Close()
 		}
@@ -225,6 +229,15 @@ func (t *Transport) Serve(ctx context.Context) (err error) {
 		t.mu.Unlock()
 		close(t.done)
 	}()
+	source, writer, release, err := t.connect()
+	if err != nil {
+		return err
+	}
+	if release != nil {
+		defer release()
+	}
+	c := newCoordinator(ctx, t, source, writer)
+	defer func() { c.shutdown(err) }()
 	return c.serve()
 }
 

@@ -7,6 +7,8 @@ import (
 	"syscall"
 )
 
+// redirectFD makes to refer to what from refers to (dup2; Linux on some
+// architectures has only dup3).
 func redirectFD(from, to int) error { return syscall.Dup3(from, to, 0) }
 
 // pipeBytes is the buffer growPipe asks for: Linux's default bound for an

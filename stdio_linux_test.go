@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -26,31 +25,27 @@ func pipeSize(t *testing.T, f *os.File) int {
 	return int(n)
 }
 
-// The binary's stdout is a 4 KiB pipe whose reader takes 200 bytes every
+// The child's stdout is a 4 KiB pipe whose reader takes 200 bytes every
 // 10 ms, while 96 pipelined tools/call answers of about 450 bytes are due,
-// with -write-timeout 1s: writing them takes more than twice that (about
+// with a WriteTimeout of 1s: writing them takes more than twice that (about
 // 2.2 s), each answer a small part of it. (The timeout leaves the reader's
 // ticks room on a loaded machine: at 250 ms a starved test process failed.)
-// Every answer arrives whole, in full, and the server exits 0 at the end of
-// input (SPEC §3: WriteTimeout bounds each frame, never a write).
-func TestBinarySlowSteadyReaderGetsEveryAnswer(t *testing.T) {
+// Every answer arrives whole, in full, and ServeStdio returns nil at the end
+// of input: WriteTimeout bounds each frame, never a write.
+func TestServeStdioSlowSteadyReaderGetsEveryAnswer(t *testing.T) {
 	const calls = 96
 	inR, inW := blockingPipe(t)
 	outR, outW := blockingPipe(t)
 	if _, _, errno := syscall.Syscall(syscall.SYS_FCNTL, outW.Fd(), syscall.F_SETPIPE_SZ, 4096); errno != 0 {
 		t.Skipf("F_SETPIPE_SZ: %v", errno)
 	}
-	var stderr strings.Builder
-	cmd := exec.Command(serverBinary(t), "-write-timeout", "1s")
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, &stderr
-	startCommand(t, cmd)
+	cmd, stderr := startStdioChild(t, "1s", inR, outW)
 	inR.Close()
 	outW.Close()
 
 	text := strings.Repeat("x", 380) // answers of about 450 bytes
 	var in strings.Builder
-	in.WriteString(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}` + "\n")
-	in.WriteString(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n")
+	in.WriteString(initializeLine)
 	for i := 1; i <= calls; i++ {
 		fmt.Fprintf(&in, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"%s"}}}`+"\n", i, text)
 	}
@@ -76,12 +71,16 @@ func TestBinarySlowSteadyReaderGetsEveryAnswer(t *testing.T) {
 		}
 		got <- all
 	}()
-	waitErr := cmd.Wait()
+	status := exitStatus(t, cmd)
 	all := <-got
-	if waitErr != nil {
-		t.Fatalf("exit: %v after %d bytes; stderr %q", waitErr, len(all), stderr.String())
+	if status != 0 {
+		t.Fatalf("exit status %d after %d bytes; stderr %q", status, len(all), stderr.String())
 	}
-	sc := bufio.NewScanner(strings.NewReader(string(all)))
+	protocol, ok := strings.CutSuffix(string(all), "returned: <nil>\n")
+	if !ok {
+		t.Fatalf("stdout does not end with ServeStdio's return: %q", all[max(0, len(all)-100):])
+	}
+	sc := bufio.NewScanner(strings.NewReader(protocol))
 	sc.Buffer(nil, 1<<20)
 	answered := map[int]bool{}
 	for sc.Scan() {
@@ -99,17 +98,17 @@ func TestBinarySlowSteadyReaderGetsEveryAnswer(t *testing.T) {
 		}
 		answered[m.ID] = true
 	}
-	if !strings.HasSuffix(string(all), "\n") || len(answered) != calls+1 {
-		t.Fatalf("%d answers of %d (last byte %q); stderr %q", len(answered), calls+1, all[len(all)-1:], stderr.String())
+	if len(answered) != calls+1 {
+		t.Fatalf("%d answers of %d; stderr %q", len(answered), calls+1, stderr.String())
 	}
 	if n := pipeSize(t, outR); n != 4096 {
-		t.Fatalf("the server changed the capacity of the pipe its client chose from 4096 to %d", n)
+		t.Fatalf("ServeStdio changed the capacity of the pipe its client chose from 4096 to %d", n)
 	}
 }
 
-// The binary enlarges its stdin and stdout pipes to pipeBytes when they
+// ServeStdio enlarges its stdin and stdout pipes to pipeBytes when they
 // have Linux's default capacity (growPipe).
-func TestBinaryGrowsDefaultPipes(t *testing.T) {
+func TestServeStdioGrowsDefaultPipes(t *testing.T) {
 	if b, err := os.ReadFile("/proc/sys/fs/pipe-max-size"); err != nil {
 		t.Skipf("pipe-max-size: %v", err)
 	} else if max, err := strconv.Atoi(strings.TrimSpace(string(b))); err != nil || max < pipeBytes {
@@ -120,21 +119,16 @@ func TestBinaryGrowsDefaultPipes(t *testing.T) {
 	if pipeSize(t, inW) != 16*os.Getpagesize() || pipeSize(t, outR) != 16*os.Getpagesize() {
 		t.Skipf("new pipes have %d bytes, not Linux's default", pipeSize(t, inW))
 	}
-	cmd := exec.Command(serverBinary(t))
-	cmd.Stdin, cmd.Stdout = inR, outW
-	startCommand(t, cmd)
+	cmd, stderr := startStdioChild(t, "5s", inR, outW)
 	inR.Close()
 	outW.Close()
-	// The answer to a ping comes after the server set its pipes up.
-	io.WriteString(inW, `{"jsonrpc":"2.0","id":1,"method":"ping"}`+"\n")
-	if line, err := bufio.NewReader(outR).ReadString('\n'); err != nil || !strings.Contains(line, `"result":{}`) {
-		t.Fatalf("ping answered %q, %v", line, err)
-	}
+	// The answer to a ping comes after ServeStdio set its pipes up.
+	ping(t, inW, newLineFeed(t, outR), 1)
 	if in, out := pipeSize(t, inW), pipeSize(t, outR); in != pipeBytes || out != pipeBytes {
 		t.Fatalf("pipe capacities: stdin %d, stdout %d; want %d", in, out, pipeBytes)
 	}
 	inW.Close()
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("exit: %v", err)
+	if status := exitStatus(t, cmd); status != 0 {
+		t.Fatalf("exit status %d; stderr %q", status, stderr.String())
 	}
 }
