@@ -279,7 +279,7 @@ func TestInlineAnswerBuiltInLentFrame(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer e.Close()
-			c := newConnection(connConfig{dispatcher: newCatalogRuntime(t), out: o, sub: e.NewSubmitter(), log: quietLogger()})
+			c := newConnection(connConfig{dispatcher: newCatalogRuntime(t), out: o, sub: e.newSubmitter(), log: quietLogger()})
 			defer c.close()
 			env, err := decodeEnvelope(line)
 			if err != nil {

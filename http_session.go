@@ -112,7 +112,7 @@ func (h *HTTPHandler) startSession(x *httpExchange, owner string, client, creato
 	s.conn = newConnection(connConfig{
 		dispatcher:       h.dispatcher,
 		out:              s,
-		sub:              s.client.client.NewSubmitter(),
+		sub:              s.client.client.newSubmitter(),
 		log:              h.opts.Logger,
 		requestTimeout:   h.opts.RequestTimeout,
 		transport:        TransportStreamableHTTP,
@@ -130,7 +130,7 @@ func (h *HTTPHandler) startSession(x *httpExchange, owner string, client, creato
 	s.standalone = s.newStream()
 	s.standalone.standalone = true
 	if !h.ownsExec {
-		s.conn.executorDone = h.executor.Done()
+		s.conn.executorDone = h.executor.done
 	}
 	// The idle timer reports through ctl rather than being a case of the
 	// loop's select: a timer channel costs each select that waits on it a
@@ -228,7 +228,7 @@ func (s *httpSession) onPost(x *httpExchange) error {
 	case x != s.creating && x.version != "" && x.version != negotiated:
 		s.handPlain(x, http.StatusBadRequest, sessionRefusal(versionMismatch(x.version, negotiated)))
 		return nil
-	case x.msg.env.kind == kindArray && !AcceptsBatches(negotiated):
+	case x.msg.env.kind == kindArray && !acceptsBatches(negotiated):
 		s.handPlain(x, http.StatusBadRequest, errorAnswer("", errBatchRefused))
 		return nil
 	}

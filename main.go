@@ -109,7 +109,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.maxClientQueue, "max-client-queue", 0, "with -http, requests one client may queue while another client has one queued; alone it may fill the queue (0: all of -max-queue)")
 	fs.IntVar(&c.maxClientInflightBytes, "max-client-inflight-bytes", 0, "with -http, bytes one client may hold while another client holds some; alone it may use the whole budget (0: all of -max-inflight-bytes)")
 	fs.Func("http-trusted-proxies", "with -http, comma-separated CIDR prefixes (or addresses) of the reverse proxies whose Forwarded / X-Forwarded-For client address is believed (default none)", func(v string) error {
-		p, err := ParseTrustedProxies(v)
+		p, err := parseTrustedProxies(v)
 		c.trustedProxies = p
 		return err
 	})

@@ -239,7 +239,7 @@ func TestTraceLogHandler(t *testing.T) {
 	col := newTestCollector(t, nil)
 	tel := newTestTelemetry(t, col, 8)
 	span := tel.StartOperation(&OperationStart{Method: "ping", Params: []byte(`{"_meta":{"traceparent":"` + testParent + `"}}`)})
-	ctx := ContextWithOperationSpan(context.Background(), span)
+	ctx := contextWithOperationSpan(context.Background(), span)
 	logger.InfoContext(ctx, "inside")
 	logger.With("k", "v").InfoContext(context.Background(), "outside")
 	out := b.String()

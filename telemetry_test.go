@@ -447,7 +447,7 @@ func TestStartSpanUnderAnUnsampledRequest(t *testing.T) {
 	}{{0, false}, {1, true}} {
 		tel := NewTelemetry(TelemetryOptions{SampleRatio: tt.ratio, MetricInterval: time.Hour, Logger: slog.New(slog.DiscardHandler)})
 		op := &OperationStart{Method: "tools/call", RequestID: "1", Values: context.Background(), Received: time.Now(), Params: []byte(`{"name":"echo"}`)}
-		ctx := ContextWithOperationSpan(context.Background(), tel.StartOperation(op))
+		ctx := contextWithOperationSpan(context.Background(), tel.StartOperation(op))
 		got, span := StartSpan(ctx, "child")
 		if (span != nil) != tt.wantChild || (got != ctx) != tt.wantChild {
 			t.Errorf("ratio %v: span %v, new context %v; want a child: %v", tt.ratio, span != nil, got != ctx, tt.wantChild)

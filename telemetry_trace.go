@@ -274,7 +274,7 @@ func (s *telemetrySpan) Started(at time.Time) {
 	s.running.CompareAndSwap(0, at.UnixNano())
 }
 
-// Context returns ctx as it is: ContextWithOperationSpan put s in it under
+// Context returns ctx as it is: contextWithOperationSpan put s in it under
 // the core's key, which is where this package looks for it.
 func (s *telemetrySpan) Context(ctx context.Context) context.Context { return ctx }
 
@@ -371,7 +371,7 @@ func StartSpan(ctx context.Context, name string) (context.Context, *Span) {
 	}
 	s := parent.t.newSpan(name, spanKindInternal, parent.sc, true, time.Now())
 	s.sc.Flags = parent.sc.Flags
-	return ContextWithOperationSpan(ctx, s), &Span{s: s}
+	return contextWithOperationSpan(ctx, s), &Span{s: s}
 }
 
 // SetAttribute sets a string attribute; call it before End.

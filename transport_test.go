@@ -594,7 +594,7 @@ func TestInjectedExecutorIsNotClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	select {
-	case <-ex.Done():
+	case <-ex.done:
 		t.Fatal("the transport closed an injected executor")
 	default:
 	}
