@@ -46,7 +46,7 @@ func toolAnswer(id int, text string) string {
 // refused for capacity.
 func TestInlineToolAnsweredWhileWorkersBusy(t *testing.T) {
 	entered, release := make(chan struct{}, 1), make(chan struct{})
-	h := startHarnessWith(t, Options{MaxConcurrency: 1, MaxQueue: -1}, inlineRuntime(t, entered, release))
+	h := startHarnessWith(t, Options{MaxConcurrency: 1, MaxQueue: None}, inlineRuntime(t, entered, release))
 	h.send(inlineCall(1, "slow", ""))
 	waitFor(t, entered, "the slow tool")
 	h.expectAnswer(inlineCall(2, "quick", ""), toolAnswer(2, "quick"))

@@ -46,6 +46,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 )
@@ -109,29 +110,38 @@ type jobOutcome struct {
 	panicValue any // the recovered panic value (outcomeFailed only)
 }
 
-// ExecutorOptions configures NewExecutor. The zero value means all defaults.
+// ExecutorOptions configures NewExecutor. A zero value means the default,
+// and a field says when it also takes Unlimited or None (see Unlimited for
+// the rule every options struct follows).
 type ExecutorOptions struct {
-	MaxConcurrency int           // jobs running at once; 0 means 32; negative is invalid
-	MaxQueue       int           // jobs waiting (FIFO); 0 means 256; negative means no queue at all
-	Timeout        time.Duration // default per-job deadline; 0 means 30s; negative means none
+	// MaxConcurrency bounds the jobs running at once (default 32).
+	MaxConcurrency int
+	// MaxQueue bounds the jobs waiting for a slot, in FIFO order (default
+	// 256); Unlimited queues every job the byte budget admits, None queues
+	// none: a job that cannot start at once is refused.
+	MaxQueue int
+	// Timeout is a job's deadline, counted from when it starts running,
+	// unless its transport gives one (default 30s; Unlimited: none).
+	Timeout time.Duration
 
 	// MaxInflightBytes bounds the sum of the sizes of the jobs admitted and
 	// not yet finished (a transport's job is a message, its size the
 	// message's length): queued, or running until their function returns,
 	// even when cancelled or timed out earlier, as concurrency slots are
 	// held, and of the bytes a transport holds ahead of a job (an HTTP body
-	// being read). 0 means DefaultMaxInflightBytes (64 MiB); negative means
-	// no bound. A job that does not fit is refused, except when no bytes
-	// are in flight at all: one job larger than the whole budget is then
-	// admitted, so that any single message the transport accepts can be
-	// served. A transport admits its jobs' answers against the same budget
-	// by the same rule.
+	// being read). 0 means DefaultMaxInflightBytes (64 MiB); Unlimited
+	// means no bound. A job that does not fit is refused, except when no
+	// bytes are in flight at all: one job larger than the whole budget is
+	// then admitted, so that any single message the transport accepts can
+	// be served. A transport admits its jobs' answers against the same
+	// budget by the same rule.
 	MaxInflightBytes int
 
 	// A client's share of the slots, the queue and the byte budget, a
 	// client being what a transport serves as one: a stdio connection, an
-	// HTTP session, the stateless requests of one address, a principal. Shares are work-conserving: they keep room only for the
-	// other clients that are waiting, never idle capacity.
+	// HTTP session, the stateless requests of one address, a principal.
+	// Shares are work-conserving: they keep room only for the other clients
+	// that are waiting, never idle capacity.
 	//   - MaxClientConcurrency: a free slot is always taken (no job waits
 	//     while one is free), so a client alone may run MaxConcurrency jobs;
 	//     under contention a freed slot goes to the client with queued work
@@ -139,19 +149,19 @@ type ExecutorOptions struct {
 	//     admitted first), which serves the clients below their share
 	//     before those at or above it.
 	//   - MaxClientQueue: a client that holds this many queued jobs is
-	//     refused more while another client has a job
-	//     queued; alone it may fill the whole queue. When the queue is
-	//     full, a job of a client holding at least two queued jobs fewer
-	//     than the client holding the most takes the place of that
-	//     client's newest queued job, which is refused as if it had come
-	//     a moment later.
+	//     refused more while another client has a job queued; alone it may
+	//     fill the whole queue. When the queue is full, a job of a client
+	//     holding at least two queued jobs fewer than the client holding
+	//     the most takes the place of that client's newest queued job,
+	//     which is refused as if it had come a moment later.
 	//   - MaxClientInflightBytes: a client whose bytes would pass this is
-	//     refused while another client holds bytes; alone it
-	//     may use the whole budget (and, as with the budget, one job larger
-	//     than the share is admitted when the client holds no bytes).
-	// 0, or a value above the executor's limit, means the whole limit: the
-	// share never binds, and only the fewest-running rule orders the
-	// clients. Negative is invalid.
+	//     refused while another client holds bytes; alone it may use the
+	//     whole budget (and, as with the budget, one job larger than the
+	//     share is admitted when the client holds no bytes).
+	// 0 (the default), or a value above the executor's limit, means the
+	// whole limit: the share never binds, and only the fewest-running rule
+	// orders the clients. With MaxInflightBytes Unlimited there is no byte
+	// share either.
 	MaxClientConcurrency   int
 	MaxClientQueue         int
 	MaxClientInflightBytes int
@@ -180,20 +190,22 @@ var (
 // runtime.Goexit (for example t.FailNow) instead of returning.
 var errWorkGoexit = errors.New("executor: work called runtime.Goexit")
 
-// ExecutorStats is a snapshot of an executor's load and limits.
+// ExecutorStats is a snapshot of an executor's load and limits. A limit is
+// the one in effect: a number, or Unlimited when there is none (MaxQueue is
+// 0 with None).
 type ExecutorStats struct {
 	Running        int // jobs holding a slot, including cancelled ones whose function has not returned
 	Queued         int // jobs waiting in the clients' FIFO queues
-	MaxConcurrency int // the effective limit
-	MaxQueue       int // the effective limit; 0 when there is no queue
+	MaxConcurrency int
+	MaxQueue       int
 
-	InflightBytes    int // sum of the sizes of the jobs counted by Running and Queued, and of the reservations
-	MaxInflightBytes int // the effective budget; 0 when there is none
+	InflightBytes    int // sum of the sizes of the jobs counted by Running and Queued, and of the bytes held ahead of jobs
+	MaxInflightBytes int
 
-	// A client's effective share of each (see ExecutorOptions).
+	// A client's share of each (see ExecutorOptions).
 	MaxClientConcurrency   int
 	MaxClientQueue         int
-	MaxClientInflightBytes int // 0 when there is no budget
+	MaxClientInflightBytes int
 }
 
 // Executor admits, queues and runs the requests of any number of
@@ -202,7 +214,7 @@ type ExecutorStats struct {
 type Executor struct {
 	// Set by NewExecutor; read-only after.
 	maxConcurrency int
-	maxQueue       int           // 0 means no queue
+	maxQueue       int           // 0 means no queue, math.MaxInt no limit
 	timeout        time.Duration // negative means no deadline
 	maxBytes       int           // in-flight byte budget; 0 means none
 	done           chan struct{} // closed by Close
@@ -232,58 +244,55 @@ type Executor struct {
 }
 
 // NewExecutor validates opts, applies defaults and returns a running executor.
-// An invalid option is an error, never a panic.
+// An invalid option is an error naming it, never a panic.
 func NewExecutor(opts ExecutorOptions) (*Executor, error) {
-	for _, o := range []struct {
-		name  string
-		value int
-	}{
-		{"MaxConcurrency", opts.MaxConcurrency},
-		{"MaxClientConcurrency", opts.MaxClientConcurrency},
-		{"MaxClientQueue", opts.MaxClientQueue},
-		{"MaxClientInflightBytes", opts.MaxClientInflightBytes},
-	} {
-		if o.value < 0 {
-			return nil, fmt.Errorf("executor: %s must not be negative (0 means the default), got %d", o.name, o.value)
-		}
+	if err := opts.check("ExecutorOptions"); err != nil {
+		return nil, fmt.Errorf("mcpstdio: %w", err)
 	}
-	limits := opts.limits()
 	e := &Executor{
-		maxConcurrency: limits.MaxConcurrency,
-		maxQueue:       limits.MaxQueue,
+		maxConcurrency: opts.MaxConcurrency,
+		maxQueue:       opts.MaxQueue,
 		timeout:        opts.Timeout,
-		maxBytes:       limits.MaxInflightBytes,
+		maxBytes:       opts.MaxInflightBytes,
 		done:           make(chan struct{}),
 		submitters:     make(map[*submitter]struct{}),
 		busy:           opts.Busy,
 	}
+	defaultTo(&e.maxConcurrency, defaultMaxConcurrency)
+	defaultTo(&e.timeout, defaultJobTimeout)
+	switch e.maxQueue {
+	case 0:
+		e.maxQueue = defaultMaxQueue
+	case None:
+		e.maxQueue = 0
+	case Unlimited:
+		e.maxQueue = math.MaxInt
+	}
+	switch e.maxBytes {
+	case 0:
+		e.maxBytes = DefaultMaxInflightBytes
+	case Unlimited:
+		e.maxBytes = 0
+	}
 	e.maxClientConcurrency = shareOf(opts.MaxClientConcurrency, e.maxConcurrency)
 	e.maxClientQueue = shareOf(opts.MaxClientQueue, e.maxQueue)
 	e.maxClientBytes = shareOf(opts.MaxClientInflightBytes, e.maxBytes)
-	if e.timeout == 0 {
-		e.timeout = defaultJobTimeout
-	}
 	return e, nil
 }
 
-// limits returns the effective MaxConcurrency, MaxQueue (0: no queue) and
-// MaxInflightBytes (0: no budget) that opts ask for.
-func (opts ExecutorOptions) limits() ExecutorStats {
-	st := ExecutorStats{MaxConcurrency: opts.MaxConcurrency, MaxQueue: opts.MaxQueue, MaxInflightBytes: opts.MaxInflightBytes}
-	defaultTo(&st.MaxConcurrency, defaultMaxConcurrency)
-	switch {
-	case st.MaxQueue == 0:
-		st.MaxQueue = defaultMaxQueue
-	case st.MaxQueue < 0:
-		st.MaxQueue = 0
-	}
-	switch {
-	case st.MaxInflightBytes == 0:
-		st.MaxInflightBytes = DefaultMaxInflightBytes
-	case st.MaxInflightBytes < 0:
-		st.MaxInflightBytes = 0
-	}
-	return st
+// check returns the error of the first field of o that breaks the options'
+// rule, naming it as a field of the struct of (Options and HTTPOptions
+// hold some of these fields).
+func (o ExecutorOptions) check(of string) error {
+	return checkOptions(
+		checkOption(of+".MaxConcurrency", o.MaxConcurrency),
+		checkOption(of+".MaxQueue", o.MaxQueue, Unlimited, None),
+		checkOption(of+".Timeout", o.Timeout, Unlimited),
+		checkOption(of+".MaxInflightBytes", o.MaxInflightBytes, Unlimited),
+		checkOption(of+".MaxClientConcurrency", o.MaxClientConcurrency),
+		checkOption(of+".MaxClientQueue", o.MaxClientQueue),
+		checkOption(of+".MaxClientInflightBytes", o.MaxClientInflightBytes),
+	)
 }
 
 // shareOf is a client's effective share of limit when it asks for share:
@@ -338,15 +347,24 @@ func (e *Executor) Stats() ExecutorStats {
 		Running:        e.running,
 		Queued:         e.queued,
 		MaxConcurrency: e.maxConcurrency,
-		MaxQueue:       e.maxQueue,
+		MaxQueue:       statLimit(e.maxQueue, math.MaxInt),
 
 		InflightBytes:    e.bytes,
-		MaxInflightBytes: e.maxBytes,
+		MaxInflightBytes: statLimit(e.maxBytes, 0),
 
 		MaxClientConcurrency:   e.maxClientConcurrency,
-		MaxClientQueue:         e.maxClientQueue,
-		MaxClientInflightBytes: e.maxClientBytes,
+		MaxClientQueue:         statLimit(e.maxClientQueue, math.MaxInt),
+		MaxClientInflightBytes: statLimit(e.maxClientBytes, 0),
 	}
+}
+
+// statLimit reports limit as ExecutorStats does: Unlimited when it is none,
+// the value that means no limit inside the executor.
+func statLimit(limit, none int) int {
+	if limit == none {
+		return Unlimited
+	}
+	return limit
 }
 
 // Close cancels all the work of every transport that shares the executor

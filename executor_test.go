@@ -162,12 +162,17 @@ func TestNewExecutorValidatesOptions(t *testing.T) {
 			ExecutorStats{MaxConcurrency: 4, MaxQueue: 7, MaxInflightBytes: 1000, MaxClientConcurrency: 2, MaxClientQueue: 3, MaxClientInflightBytes: 500}, time.Second},
 		{"a share above its limit is the whole", ExecutorOptions{MaxConcurrency: 4, MaxQueue: 7, MaxInflightBytes: 1000, MaxClientConcurrency: 5, MaxClientQueue: 8, MaxClientInflightBytes: 1001}, false,
 			ExecutorStats{MaxConcurrency: 4, MaxQueue: 7, MaxInflightBytes: 1000, MaxClientConcurrency: 4, MaxClientQueue: 7, MaxClientInflightBytes: 1000}, 30 * time.Second},
-		{"negative queue means none", ExecutorOptions{MaxConcurrency: 1, MaxQueue: -1}, false, ExecutorStats{MaxConcurrency: 1, MaxQueue: 0, MaxInflightBytes: 64 << 20,
+		{"a queue of None", ExecutorOptions{MaxConcurrency: 1, MaxQueue: None}, false, ExecutorStats{MaxConcurrency: 1, MaxQueue: 0, MaxInflightBytes: 64 << 20,
 			MaxClientConcurrency: 1, MaxClientQueue: 0, MaxClientInflightBytes: 64 << 20}, 30 * time.Second},
-		{"negative timeout means none", ExecutorOptions{Timeout: -1}, false, ExecutorStats{MaxConcurrency: 32, MaxQueue: 256, MaxInflightBytes: 64 << 20,
-			MaxClientConcurrency: 32, MaxClientQueue: 256, MaxClientInflightBytes: 64 << 20}, -1},
-		{"negative byte budget means none", ExecutorOptions{MaxInflightBytes: -1, MaxClientInflightBytes: 10}, false, ExecutorStats{MaxConcurrency: 32, MaxQueue: 256,
-			MaxClientConcurrency: 32, MaxClientQueue: 256}, 30 * time.Second},
+		{"an Unlimited queue", ExecutorOptions{MaxQueue: Unlimited, MaxClientQueue: 5}, false, ExecutorStats{MaxConcurrency: 32, MaxQueue: Unlimited, MaxInflightBytes: 64 << 20,
+			MaxClientConcurrency: 32, MaxClientQueue: 5, MaxClientInflightBytes: 64 << 20}, 30 * time.Second},
+		{"an Unlimited timeout", ExecutorOptions{Timeout: Unlimited}, false, ExecutorStats{MaxConcurrency: 32, MaxQueue: 256, MaxInflightBytes: 64 << 20,
+			MaxClientConcurrency: 32, MaxClientQueue: 256, MaxClientInflightBytes: 64 << 20}, Unlimited},
+		{"an Unlimited byte budget has no share", ExecutorOptions{MaxInflightBytes: Unlimited, MaxClientInflightBytes: 10}, false, ExecutorStats{MaxConcurrency: 32, MaxQueue: 256,
+			MaxInflightBytes: Unlimited, MaxClientConcurrency: 32, MaxClientQueue: 256, MaxClientInflightBytes: Unlimited}, 30 * time.Second},
+		{"a queue of -3", ExecutorOptions{MaxQueue: -3}, true, ExecutorStats{}, 0},
+		{"a timeout of -2ns", ExecutorOptions{Timeout: -2}, true, ExecutorStats{}, 0},
+		{"a byte budget of None", ExecutorOptions{MaxInflightBytes: None}, true, ExecutorStats{}, 0},
 		{"negative concurrency", ExecutorOptions{MaxConcurrency: -1}, true, ExecutorStats{}, 0},
 		{"negative client concurrency", ExecutorOptions{MaxClientConcurrency: -1}, true, ExecutorStats{}, 0},
 		{"negative client queue", ExecutorOptions{MaxClientQueue: -1}, true, ExecutorStats{}, 0},
@@ -282,7 +287,7 @@ func TestSubmitRefusesWhenRunningAndQueueAreFull(t *testing.T) {
 		maxQueue int
 		admitted int // jobs admitted before errOverloaded
 	}{
-		{"no queue", -1, 1},
+		{"no queue", None, 1},
 		{"queue of two", 2, 3},
 	}
 	for _, tc := range tests {
@@ -308,6 +313,25 @@ func TestSubmitRefusesWhenRunningAndQueueAreFull(t *testing.T) {
 			receive(t, s)
 		})
 	}
+}
+
+// An Unlimited queue admits every job that cannot start, beyond the
+// default queue's 256, while the byte budget has room.
+func TestUnlimitedQueueAdmitsEveryJob(t *testing.T) {
+	const queued = defaultMaxQueue + 100
+	e := newTestExecutor(t, ExecutorOptions{MaxConcurrency: 1, MaxQueue: Unlimited})
+	s := e.newSubmitter()
+	blocker := newFakeWork(nil)
+	mustSubmit(t, s, "", 0, blocker.ignoringCtx)
+	for range queued {
+		mustSubmit(t, s, "", 0, returning(nil))
+	}
+	expectStats(t, e, 1, queued)
+	close(blocker.release)
+	for range queued + 1 {
+		receive(t, s)
+	}
+	expectStats(t, e, 0, 0)
 }
 
 func TestSubmitRefusesDuplicateKey(t *testing.T) {

@@ -48,13 +48,15 @@ const (
 // mirror the request body.
 const CodeHeaderMismatch = -32020
 
-// HTTPOptions configure an HTTPHandler. A zero value means the default.
+// HTTPOptions configure an HTTPHandler. A zero value means the default, and
+// a field says when it also takes Unlimited or None (see Unlimited for the
+// rule every options struct follows).
 type HTTPOptions struct {
 	// MaxBodyBytes limits one POST body (default 2,000,000); a longer one
 	// is refused 413 without being read whole.
 	MaxBodyBytes int
 	// RequestTimeout is each request's deadline, counted from when it starts
-	// running; 0 means the executor's default (30s), negative means none.
+	// running; 0 means the executor's default (30s), Unlimited none.
 	RequestTimeout time.Duration
 	// MaxSubscriptions limits what one client keeps subscribed (default
 	// 32), as Options.MaxSubscriptions does on stdio: in a session, its
@@ -70,7 +72,7 @@ type HTTPOptions struct {
 	// SessionIdleTimeout has ended by then).
 	MaxSessions int
 	// MaxClientSessions limits the live sessions one client created (0: a
-	// quarter of MaxSessions; negative: MaxSessions), so that one client
+	// quarter of MaxSessions; Unlimited: MaxSessions), so that one client
 	// keeping sessions open (with GET streams, say) cannot take them all;
 	// an initialize beyond it is refused 503 as beyond MaxSessions. The
 	// client is as for the executor's shares (see ClientKey): ClientKey's
@@ -117,14 +119,16 @@ type HTTPOptions struct {
 	AllowedOrigins []string
 
 	// Executor runs the work. When nil the handler creates one with
-	// MaxConcurrency, MaxQueue and MaxInflightBytes (see ExecutorOptions)
-	// and each client's share of them, and closes it in Close; an injected
-	// executor is never closed by the handler. A POST's body counts against
-	// MaxInflightBytes (and its client's share) from before it is read until
-	// its answer is written: a body that does not fit is refused 503
-	// unread, with a -32603 "Server execution capacity exhausted" error
-	// without id; a request over MaxConcurrency and MaxQueue (or its
-	// client's share of them) is answered that error with its id.
+	// MaxConcurrency, MaxQueue and MaxInflightBytes, as ExecutorOptions
+	// define them (MaxQueue also takes Unlimited and None, MaxInflightBytes
+	// Unlimited), and each client's share of them, and closes it in Close;
+	// an injected executor is never closed by the handler. A POST's body
+	// counts against MaxInflightBytes (and its client's share) from before
+	// it is read until its answer is written: a body that does not fit is
+	// refused 503 unread, with a -32603 "Server execution capacity
+	// exhausted" error without id; a request over MaxConcurrency and
+	// MaxQueue (or its client's share of them) is answered that error with
+	// its id.
 	Executor         *Executor
 	MaxConcurrency   int
 	MaxQueue         int
@@ -132,8 +136,8 @@ type HTTPOptions struct {
 	// A client's share of MaxConcurrency, MaxQueue and MaxInflightBytes,
 	// exactly as in ExecutorOptions: work-conserving, so a client alone may
 	// use the whole executor, and a share binds only while other clients
-	// wait. 0 (the default) means the whole limit; negative is invalid.
-	// Only for the executor the handler creates.
+	// wait. 0 (the default) means the whole limit. Only for the executor
+	// the handler creates.
 	MaxClientConcurrency   int
 	MaxClientQueue         int
 	MaxClientInflightBytes int
@@ -149,7 +153,7 @@ type HTTPOptions struct {
 	// (the default): none, and every request is its remote address.
 	TrustedProxies []netip.Prefix
 
-	// Logger receives diagnostics (default slog.Default()).
+	// Logger receives diagnostics (nil: slog.Default()).
 	Logger *slog.Logger
 
 	// Observer, when set, sees every request and session (observer.go).
@@ -161,33 +165,26 @@ type HTTPOptions struct {
 }
 
 func (o *HTTPOptions) normalize() error {
-	switch {
-	case o.MaxBodyBytes < 0:
-		return fmt.Errorf("mcpstdio: HTTPOptions.MaxBodyBytes must be positive, got %d", o.MaxBodyBytes)
-	case o.MaxSubscriptions < 0:
-		return fmt.Errorf("mcpstdio: HTTPOptions.MaxSubscriptions must be positive, got %d", o.MaxSubscriptions)
-	case o.MaxListenStreams < 0:
-		return fmt.Errorf("mcpstdio: HTTPOptions.MaxListenStreams must be positive, got %d", o.MaxListenStreams)
-	case o.MaxSessions < 0:
-		return fmt.Errorf("mcpstdio: HTTPOptions.MaxSessions must be positive, got %d", o.MaxSessions)
-	case o.SessionIdleTimeout < 0:
-		return fmt.Errorf("mcpstdio: HTTPOptions.SessionIdleTimeout must be positive, got %v", o.SessionIdleTimeout)
-	case o.KeepAlive < 0:
-		return fmt.Errorf("mcpstdio: HTTPOptions.KeepAlive must be positive, got %v", o.KeepAlive)
-	case o.WriteTimeout < 0:
-		return fmt.Errorf("mcpstdio: HTTPOptions.WriteTimeout must be positive, got %v", o.WriteTimeout)
-	case o.SSERetry < 0:
-		return fmt.Errorf("mcpstdio: HTTPOptions.SSERetry must be positive, got %v", o.SSERetry)
-	case o.MaxSessionReplayBytes < 0:
-		return fmt.Errorf("mcpstdio: HTTPOptions.MaxSessionReplayBytes must be positive, got %d", o.MaxSessionReplayBytes)
-	case o.MaxReplayBytes < 0:
-		return fmt.Errorf("mcpstdio: HTTPOptions.MaxReplayBytes must be positive, got %d", o.MaxReplayBytes)
-	case o.ReadBodyTimeout < 0:
-		return fmt.Errorf("mcpstdio: HTTPOptions.ReadBodyTimeout must be positive, got %v", o.ReadBodyTimeout)
-	case o.MaxClientConcurrency < 0 || o.MaxClientQueue < 0 || o.MaxClientInflightBytes < 0:
-		return errors.New("mcpstdio: HTTPOptions.MaxClientConcurrency, MaxClientQueue and MaxClientInflightBytes must not be negative (0 means the whole)")
-	case o.Executor != nil && (o.MaxConcurrency != 0 || o.MaxQueue != 0 || o.MaxInflightBytes != 0 ||
-		o.MaxClientConcurrency != 0 || o.MaxClientQueue != 0 || o.MaxClientInflightBytes != 0):
+	if err := checkOptions(
+		checkOption("HTTPOptions.MaxBodyBytes", o.MaxBodyBytes),
+		checkOption("HTTPOptions.RequestTimeout", o.RequestTimeout, Unlimited),
+		checkOption("HTTPOptions.MaxSubscriptions", o.MaxSubscriptions),
+		checkOption("HTTPOptions.MaxListenStreams", o.MaxListenStreams),
+		checkOption("HTTPOptions.MaxSessions", o.MaxSessions),
+		checkOption("HTTPOptions.MaxClientSessions", o.MaxClientSessions, Unlimited),
+		checkOption("HTTPOptions.SessionIdleTimeout", o.SessionIdleTimeout),
+		checkOption("HTTPOptions.KeepAlive", o.KeepAlive),
+		checkOption("HTTPOptions.WriteTimeout", o.WriteTimeout),
+		checkOption("HTTPOptions.SSERetry", o.SSERetry),
+		checkOption("HTTPOptions.MaxSessionReplayBytes", o.MaxSessionReplayBytes),
+		checkOption("HTTPOptions.MaxReplayBytes", o.MaxReplayBytes),
+		checkOption("HTTPOptions.ReadBodyTimeout", o.ReadBodyTimeout),
+		o.executorOptions().check("HTTPOptions"),
+	); err != nil {
+		return fmt.Errorf("mcpstdio: %w", err)
+	}
+	if o.Executor != nil && (o.MaxConcurrency != 0 || o.MaxQueue != 0 || o.MaxInflightBytes != 0 ||
+		o.MaxClientConcurrency != 0 || o.MaxClientQueue != 0 || o.MaxClientInflightBytes != 0) {
 		return errors.New("mcpstdio: HTTPOptions.MaxConcurrency, MaxQueue, MaxInflightBytes and the client shares apply only when the handler creates its executor")
 	}
 	for _, origin := range o.AllowedOrigins {
@@ -209,9 +206,7 @@ func (o *HTTPOptions) normalize() error {
 	defaultTo(&o.MaxSessionReplayBytes, DefaultMaxSessionReplayBytes)
 	defaultTo(&o.MaxReplayBytes, DefaultMaxReplayBytes)
 	defaultTo(&o.ReadBodyTimeout, DefaultReadBodyTimeout)
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
+	o.Logger = defaultLogger(o.Logger)
 	return nil
 }
 

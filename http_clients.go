@@ -201,12 +201,12 @@ func (o *HTTPOptions) executorOptions() ExecutorOptions {
 
 // httpClientShare is a client's share of limit for an HTTPOptions field
 // that keeps its own rule (MaxClientSessions): as set, a quarter of limit
-// (rounded up) for 0, the whole when negative.
+// (rounded up) for 0, the whole for Unlimited.
 func httpClientShare(share, limit int) int {
 	switch {
 	case share > 0:
 		return share
-	case share < 0:
+	case share == Unlimited:
 		return limit
 	}
 	return (limit + 3) / 4

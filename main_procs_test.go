@@ -183,7 +183,7 @@ func TestStdioProcsFollowsFlagAndEnvironment(t *testing.T) {
 		t.Errorf("GOMAXPROCS set: a governor")
 	}
 	var stderr strings.Builder
-	if _, err := parseFlags([]string{"-procs", "-1"}, &stderr); err == nil || !strings.Contains(stderr.String(), "-procs must not be negative") {
+	if _, err := parseFlags([]string{"-procs", "-1"}, &stderr); err == nil || !strings.Contains(stderr.String(), "for flag -procs: must be >= 0, got -1") {
 		t.Errorf("-procs -1: err %v, stderr %q", err, stderr.String())
 	}
 }

@@ -40,7 +40,7 @@ func TestTelemetrySessionDurationErrorType(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tel := NewTelemetry(TelemetryOptions{MetricInterval: time.Hour, Logger: slog.New(slog.DiscardHandler)})
+			tel := mustTelemetry(t, TelemetryOptions{MetricInterval: time.Hour, Logger: slog.New(slog.DiscardHandler)})
 			opts := tt.opts(t)
 			opts.Observer = tel
 			opts.Logger = slog.New(slog.DiscardHandler)
