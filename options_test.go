@@ -4,8 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
@@ -269,6 +273,17 @@ func optionsStructs() []optionsStruct {
 			},
 		},
 		{
+			name: "AuthOptions", prefix: "mcpstdio: ",
+			zero: func() any {
+				return AuthOptions{Resource: testResource, AuthorizationServers: []string{"https://as.example.test"}, Verifier: testPrincipals}
+			},
+			build: func(t *testing.T, opts any) (map[string]any, error) {
+				o := opts.(AuthOptions)
+				_, err := newAuthGate(&o)
+				return map[string]any{}, err
+			},
+		},
+		{
 			name: "SkillsOptions", prefix: "mcpstdio: ",
 			zero: func() any { return SkillsOptions{} },
 			build: func(t *testing.T, opts any) (map[string]any, error) {
@@ -354,6 +369,42 @@ func TestOptionsRule(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestOptionsRuleListsEveryOptionsStruct: every exported struct of the
+// library named ...Options is in optionsStructs, so that TestOptionsRule
+// checks a new one too.
+func TestOptionsRuleListsEveryOptionsStruct(t *testing.T) {
+	fset := token.NewFileSet()
+	listed := map[string]bool{}
+	for _, s := range optionsStructs() {
+		listed[s.name] = true
+	}
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") || strings.HasPrefix(name, "main") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			g, ok := d.(*ast.GenDecl)
+			if !ok || g.Tok != token.TYPE {
+				continue
+			}
+			for _, spec := range g.Specs {
+				ts := spec.(*ast.TypeSpec)
+				if _, isStruct := ts.Type.(*ast.StructType); isStruct && ts.Name.IsExported() && strings.HasSuffix(ts.Name.Name, "Options") && !listed[ts.Name.Name] {
+					t.Errorf("%s (%s) is not in optionsStructs: add it, with what 0, Unlimited and None give each of its numeric fields", ts.Name.Name, name)
+				}
+			}
+		}
 	}
 }
 
