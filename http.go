@@ -279,7 +279,7 @@ func NewHTTPHandler(d Dispatcher, opts HTTPOptions) (*HTTPHandler, error) {
 	}
 	_, h.runtime = d.(*Runtime)
 	if opts.Auth != nil {
-		gate, err := newAuthGate(opts.Auth)
+		gate, err := newAuthGate(opts.Auth, h.forwardedOrigin)
 		if err != nil {
 			return nil, err
 		}
