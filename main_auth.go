@@ -37,7 +37,7 @@ func (f *authFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.clientID, "auth-client-id", "", "with -auth-introspection-url, the client id this server authenticates with (HTTP Basic)")
 	fs.StringVar(&f.clientSecretFile, "auth-client-secret-file", "", "with -auth-introspection-url, the `FILE` holding that client's secret (trailing whitespace trimmed)")
 	fs.BoolVar(&f.acceptUntyped, "auth-accept-untyped-tokens", false, "with -auth-issuer, also accept JWT access tokens whose typ is JWT or absent (default: at+jwt only, RFC 9068)")
-	fs.Func("auth-dpop", "with -auth-issuer, DPoP-bound access tokens (RFC 9449): `off`, allow (bearer and DPoP tokens) or require (DPoP tokens only) (default off)", func(v string) error {
+	fs.Func("auth-dpop", "with -auth-issuer, DPoP-bound access tokens (RFC 9449): `MODE` off, allow (bearer and DPoP tokens) or require (DPoP tokens only) (default off)", func(v string) error {
 		for _, m := range []DPoPMode{DPoPOff, DPoPAllow, DPoPRequire} {
 			if v == m.String() {
 				f.dpop = m
