@@ -121,7 +121,7 @@ const (
 // Reasons the gate refuses a token for its binding, as clients see them.
 const (
 	reasonBoundAsBearer = "the access token is DPoP-bound: send it with the DPoP scheme and a DPoP proof"
-	reasonNotBound      = "the access token is not DPoP-bound: send it with the Bearer scheme"
+	reasonNotBound      = "the access token is not DPoP-bound, so no DPoP proof can be checked against it"
 	reasonOtherKey      = "the access token is bound to another key than the DPoP proof's"
 	reasonDPoPOnly      = "this server accepts DPoP-bound access tokens only, with the DPoP scheme and a DPoP proof"
 )
