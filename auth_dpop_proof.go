@@ -241,9 +241,9 @@ func sameHTTPURI(a, b string) bool {
 
 // normalizeHTTPURI returns s, an absolute http or https URI, without its
 // query and fragment and normalized: scheme and host in lower case, the
-// scheme's default port left out, an empty path as "/", dot segments
-// removed, and percent-encodings of unreserved characters decoded (the
-// others' hex digits in upper case). False when s is not such a URI or has
+// scheme's default port left out, an empty path as "/", percent-encodings
+// of unreserved characters decoded (the others' hex digits in upper case),
+// then dot segments removed. False when s is not such a URI or has
 // user information.
 func normalizeHTTPURI(s string) (string, bool) {
 	if i := strings.IndexAny(s, "?#"); i >= 0 {
@@ -261,11 +261,38 @@ func normalizeHTTPURI(s string) (string, bool) {
 	if port := u.Port(); scheme == "https" && port == "443" || scheme == "http" && port == "80" {
 		host = strings.TrimSuffix(host, ":"+port)
 	}
-	path := u.ResolveReference(u).EscapedPath() // an absolute URI's dot segments removed
+	if host == "" || host[0] == ':' {
+		return "", false // a port without a host
+	}
+	path := u.EscapedPath()
 	if path == "" {
 		path = "/"
 	}
-	return scheme + "://" + host + normalizePercentEncoding(path), true
+	return scheme + "://" + host + removeDotSegments(normalizePercentEncoding(path)), true
+}
+
+// removeDotSegments removes the "." and ".." segments of path, which starts
+// with "/" (RFC 3986 §5.2.4).
+func removeDotSegments(path string) string {
+	segments := strings.Split(path[1:], "/")
+	out := make([]string, 0, len(segments))
+	for i, seg := range segments {
+		last := i == len(segments)-1
+		switch seg {
+		case ".":
+		case "..":
+			if len(out) > 0 {
+				out = out[:len(out)-1]
+			}
+		default:
+			out = append(out, seg)
+			continue
+		}
+		if last { // "/a/." and "/a/b/.." name the folder "/a/"
+			out = append(out, "")
+		}
+	}
+	return "/" + strings.Join(out, "/")
 }
 
 // normalizePercentEncoding decodes the percent-encodings of unreserved

@@ -395,3 +395,45 @@ func TestDPoPOptionsValidation(t *testing.T) {
 		t.Fatalf("a client's default share of 100 proofs: %d, want 25", d.ledger.perClient)
 	}
 }
+
+// TestNormalizeHTTPURI: how htu and the request's URL are compared
+// (RFC 9449 §4.3 with RFC 3986 §6.2.2 and §6.2.3).
+func TestNormalizeHTTPURI(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"https://mcp.example.test/mcp", "https://mcp.example.test/mcp"},
+		{"HTTPS://MCP.Example.Test/mcp", "https://mcp.example.test/mcp"},
+		{"https://mcp.example.test:443/mcp", "https://mcp.example.test/mcp"},
+		{"http://mcp.example.test:80/mcp", "http://mcp.example.test/mcp"},
+		{"http://mcp.example.test:443/mcp", "http://mcp.example.test:443/mcp"},
+		{"https://mcp.example.test:/mcp", "https://mcp.example.test/mcp"},
+		{"https://[::1]:443/mcp", "https://[::1]/mcp"},
+		{"https://mcp.example.test", "https://mcp.example.test/"},
+		{"https://mcp.example.test/mcp?a=1#f", "https://mcp.example.test/mcp"},
+		{"https://mcp.example.test/mcp#f?a", "https://mcp.example.test/mcp"},
+		{"https://mcp.example.test/%6D%63p", "https://mcp.example.test/mcp"},
+		{"https://mcp.example.test/a%2fb%c3%a9", "https://mcp.example.test/a%2Fb%C3%A9"},
+		{"https://mcp.example.test/a/b/../c", "https://mcp.example.test/a/c"},
+		{"https://mcp.example.test/a/.", "https://mcp.example.test/a/"},
+		{"https://mcp.example.test/a/..", "https://mcp.example.test/"},
+		{"https://mcp.example.test/..", "https://mcp.example.test/"},
+		{"https://mcp.example.test/a/../../b", "https://mcp.example.test/b"},
+		{"https://mcp.example.test/a/b/c/./../../g", "https://mcp.example.test/a/g"},
+		{"https://mcp.example.test/%2E%2E/mcp", "https://mcp.example.test/mcp"},
+		{"https://mcp.example.test/a//b", "https://mcp.example.test/a//b"},
+		{"https://mcp.example.test/mcp/", "https://mcp.example.test/mcp/"},
+		{"/mcp", ""},
+		{"mcp.example.test/mcp", ""},
+		{"ftp://mcp.example.test/mcp", ""},
+		{"https://user@mcp.example.test/mcp", ""},
+		{"https://:443/mcp", ""},
+		{"http://:", ""},
+		{"https://mcp.example.test/%zz", ""},
+		{"", ""},
+	}
+	for _, tt := range tests {
+		got, ok := normalizeHTTPURI(tt.in)
+		if got != tt.want || ok != (tt.want != "") {
+			t.Errorf("%q: %q %v, want %q", tt.in, got, ok, tt.want)
+		}
+	}
+}
