@@ -99,23 +99,23 @@ type DPoPOptions struct {
 	MaxClientProofs int
 	// NonceKey, when set (at least 32 bytes), makes every proof carry a
 	// nonce this server issued (RFC 9449 §9) less than ProofWindow ago: a
-	// proof without one is refused 401 use_dpop_nonce, and every answer to
-	// a DPoP request carries the current nonce in its DPoP-Nonce header. A
-	// nonce is the time signed with the key: servers sharing the key accept
-	// each other's nonces, and none needs to be remembered.
+	// proof without one is refused 401 use_dpop_nonce, and every answer of
+	// the MCP endpoint carries the current nonce in its DPoP-Nonce header
+	// (a new one every 10 seconds). A nonce is the time signed with the
+	// key: servers sharing the key accept each other's nonces, and none
+	// needs to be remembered.
 	NonceKey []byte
 }
 
 // Wire names of RFC 9449.
 const (
-	authSchemeDPoP           = "DPoP"
-	headerDPoP               = "DPoP"
-	headerDPoPNonce          = "DPoP-Nonce"
-	errorCodeInvalidDPoP     = "invalid_dpop_proof"
-	errorCodeUseDPoPNonce    = "use_dpop_nonce"
-	introspectionTypeDPoP    = "DPoP"
-	confirmationThumbprint   = "jkt"
-	dpopNonceTimeGranularity = 10 * time.Second
+	authSchemeDPoP         = "DPoP"
+	headerDPoP             = "DPoP"
+	headerDPoPNonce        = "DPoP-Nonce"
+	errorCodeInvalidDPoP   = "invalid_dpop_proof"
+	errorCodeUseDPoPNonce  = "use_dpop_nonce"
+	introspectionTypeDPoP  = "DPoP"
+	confirmationThumbprint = "jkt"
 )
 
 // Reasons the gate refuses a token for its binding, as clients see them.
@@ -294,7 +294,10 @@ func principalBindingKey(p *Principal) (jkt string, ok bool) {
 // dpopNonceTimeGranularity, and the first 16 bytes of its HMAC-SHA256 under
 // the nonce key, in base64url: unpredictable without the key, checked
 // without remembering it, the same for all requests of a granule.
-const dpopNonceBytes = 8 + 16
+const (
+	dpopNonceBytes           = 8 + 16
+	dpopNonceTimeGranularity = 10 * time.Second
+)
 
 // nonceAt returns the nonce the server issues at now.
 func (d *dpopGate) nonceAt(now time.Time) string {

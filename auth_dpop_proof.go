@@ -18,8 +18,13 @@ import (
 )
 
 // maxDPoPProofBytes bounds the DPoP header a proof is read from: a proof with
-// an 8192-bit RSA key, the largest a key may be, takes about 4 KiB.
+// a 4096-bit RSA key, the largest a proof's key may be, takes about 2 KiB.
 const maxDPoPProofBytes = 8 << 10
+
+// maxProofRSAKeyBits bounds the RSA keys of proofs, which anyone may send:
+// verifying with an 8192-bit key, which an issuer's JWKS may hold, costs
+// about 20 times an ES256 verification.
+const maxProofRSAKeyBits = 4096
 
 // dpopProofType is the typ of every DPoP proof (RFC 9449 §4.2).
 const dpopProofType = "dpop+jwt"
@@ -149,7 +154,8 @@ func isDPoPProofType(typ string) bool {
 
 // proofKey returns the key of a proof's jwk and its thumbprint, or the
 // reason it is refused: absent, not a JSON object, holding a private member,
-// or not a key of a type (and curve) alg signs with.
+// not a key of a type (and curve) alg signs with, or an RSA key of more than
+// 4096 bits.
 func proofKey(raw json.RawMessage, alg string) (*verifyKey, string, string) {
 	if raw == nil || raw[0] != '{' {
 		return nil, "", reasonProofKey
@@ -166,7 +172,7 @@ func proofKey(raw json.RawMessage, alg string) (*verifyKey, string, string) {
 		return nil, "", reasonProofKey
 	}
 	key := j.verifyKey()
-	if key == nil || !key.verifies(alg) {
+	if key == nil || !key.verifies(alg) || key.rsa != nil && key.rsa.N.BitLen() > maxProofRSAKeyBits {
 		return nil, "", reasonProofKey
 	}
 	return key, j.thumbprint(), ""

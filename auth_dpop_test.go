@@ -144,6 +144,9 @@ func TestDPoPProofChecks(t *testing.T) {
 	for k, v := range es.publicJWK() {
 		withD[k] = v
 	}
+	bigModulus := make([]byte, 8192/8)
+	rand.Read(bigModulus)
+	bigModulus[0] |= 0x80
 	tampered := func(proof string) string {
 		parts := strings.Split(proof, ".")
 		var c map[string]any
@@ -206,6 +209,7 @@ func TestDPoPProofChecks(t *testing.T) {
 		{name: "a jwk that is not an object", proofs: []string{es.proof(t, algES256, map[string]any{"jwk": "key"}, valid(nil))}, reason: reasonProofKey},
 		{name: "an RSA alg with an EC jwk", proofs: []string{es.proof(t, algES256, map[string]any{"alg": algRS256}, valid(nil))}, reason: reasonProofKey},
 		{name: "a jwk whose alg is another", proofs: []string{rs.proof(t, algRS256, map[string]any{"jwk": mergeJWK(rs.publicJWK(), "alg", algPS256)}, valid(nil))}, reason: reasonProofKey},
+		{name: "an RSA jwk of 8192 bits", proofs: []string{rs.proof(t, algRS256, map[string]any{"jwk": mergeJWK(rs.publicJWK(), "n", encodeB64URL(bigModulus))}, valid(nil))}, reason: reasonProofKey},
 		{name: "a jwk of another curve", proofs: []string{es.proof(t, algES256, map[string]any{"jwk": mergeJWK(es.publicJWK(), "crv", "P-384")}, valid(nil))}, reason: reasonProofKey},
 		// 7. no private key in the jwk
 		{name: "a jwk with its private key", proofs: []string{es.proof(t, algES256, map[string]any{"jwk": withD}, valid(nil))}, reason: reasonProofPrivateKey},
