@@ -124,6 +124,9 @@ const (
 	reasonNotBound      = "the access token is not DPoP-bound, so no DPoP proof can be checked against it"
 	reasonOtherKey      = "the access token is bound to another key than the DPoP proof's"
 	reasonDPoPOnly      = "this server accepts DPoP-bound access tokens only, with the DPoP scheme and a DPoP proof"
+	// The messages of a proof that does not fit in the ledger (503).
+	reasonProofsFull       = "the server holds as many recent DPoP proofs as it may; retry later"
+	reasonClientProofsFull = "this principal sent as many DPoP proofs as it may within the proof window; retry later"
 )
 
 // dpopGate is the DPoP part of an authGate, built by newDPoPGate;
@@ -252,9 +255,9 @@ func (d *dpopGate) remember(proof *dpopProof, p *Principal) *authRefusal {
 	case proofReplayed:
 		return d.invalidProof(reasonProofReplayed)
 	case proofsFull:
-		return &authRefusal{status: http.StatusServiceUnavailable, reason: "the server holds as many recent DPoP proofs as it may; retry later"}
+		return &authRefusal{status: http.StatusServiceUnavailable, reason: reasonProofsFull}
 	case proofsFullForClient:
-		return &authRefusal{status: http.StatusServiceUnavailable, reason: "this principal sent as many DPoP proofs as it may within the proof window; retry later"}
+		return &authRefusal{status: http.StatusServiceUnavailable, reason: reasonClientProofsFull}
 	}
 	return nil
 }

@@ -47,13 +47,12 @@ func ExampleDPoPOptions() {
 	// 401 DPoP algs="ES256 EdDSA PS256 RS256", resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/mcp"
 }
 
-// region dpop-proof
-
 // newDPoPProof returns the DPoP proof of one request, signed with an ES256
 // key: its header carries the public key, its claims a fresh jti, the
 // request's method and URL (without query), the time, and the hash of the
 // access token sent with it (none at the token endpoint).
 func newDPoPProof(key *ecdsa.PrivateKey, method, url, accessToken string) (string, error) {
+	// region dpop-proof
 	b64 := base64.RawURLEncoding.EncodeToString
 	point, err := key.PublicKey.Bytes() // 0x04, then X and Y
 	if err != nil {
@@ -81,6 +80,5 @@ func newDPoPProof(key *ecdsa.PrivateKey, method, url, accessToken string) (strin
 	}
 	signature := append(r.FillBytes(make([]byte, 32)), s.FillBytes(make([]byte, 32))...)
 	return input + "." + b64(signature), nil
+	// endregion dpop-proof
 }
-
-// endregion dpop-proof

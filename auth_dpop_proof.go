@@ -80,6 +80,7 @@ const (
 	reasonProofTokenHash  = "the DPoP proof's ath is not the hash of the access token"
 	reasonProofReplayed   = "the DPoP proof was already used"
 	reasonProofNonce      = "the DPoP proof must carry a recent nonce of this server (DPoP-Nonce)"
+	reasonProofNonceType  = "the DPoP proof's nonce claim is not a string"
 )
 
 // proofClaimMissing is the reason for a required claim that is absent or
@@ -139,7 +140,7 @@ func parseDPoPProof(proof string, algs []string) (*dpopProof, string) {
 	if raw, has := lookupMember(payload, "nonce"); has {
 		var ok bool
 		if p.nonce, ok = decodeString(raw); !ok {
-			return nil, "the DPoP proof's nonce claim is not a string"
+			return nil, reasonProofNonceType
 		}
 	}
 	return p, ""

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -185,7 +187,7 @@ func TestDPoPProofChecks(t *testing.T) {
 		{name: "an empty jti", proofs: []string{es.proof(t, algES256, nil, valid(map[string]any{"jti": ""}))}, reason: proofClaimMissing("jti", "a string")},
 		{name: "a jti that is a number", proofs: []string{es.proof(t, algES256, nil, valid(map[string]any{"jti": 7}))}, reason: proofClaimMissing("jti", "a string")},
 		{name: "an iat that is a string", proofs: []string{es.proof(t, algES256, nil, valid(map[string]any{"iat": "1700000000"}))}, reason: proofClaimMissing("iat", "a number")},
-		{name: "a nonce that is not a string", proofs: []string{es.proof(t, algES256, nil, valid(map[string]any{"nonce": 1}))}, reason: "the DPoP proof's nonce claim is not a string"},
+		{name: "a nonce that is not a string", proofs: []string{es.proof(t, algES256, nil, valid(map[string]any{"nonce": 1}))}, reason: reasonProofNonceType},
 		{name: "a claim named in another case", proofs: []string{es.proof(t, algES256, nil, valid(map[string]any{"jti": nil, "JTI": "x"}))}, reason: proofClaimMissing("jti", "a string")},
 		{name: "no htm", proofs: []string{es.proof(t, algES256, nil, valid(map[string]any{"htm": nil}))}, reason: proofClaimMissing("htm", "a string")},
 		{name: "no htu", proofs: []string{es.proof(t, algES256, nil, valid(map[string]any{"htu": nil}))}, reason: proofClaimMissing("htu", "a string")},
@@ -438,6 +440,29 @@ func TestNormalizeHTTPURI(t *testing.T) {
 		got, ok := normalizeHTTPURI(tt.in)
 		if got != tt.want || ok != (tt.want != "") {
 			t.Errorf("%q: %q %v, want %q", tt.in, got, ok, tt.want)
+		}
+	}
+}
+
+// TestDPoPHowToNamesEveryRefusal: docs/how-to/dpop.md quotes every reason
+// the gate gives for refusing a DPoP request, and every error code.
+func TestDPoPHowToNamesEveryRefusal(t *testing.T) {
+	page, err := os.ReadFile(filepath.Join("docs", "how-to", "dpop.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Join(strings.Fields(string(page)), " ")
+	for _, s := range []string{
+		reasonProofMissing, reasonProofRepeated, reasonProofMalformed, reasonProofType, reasonProofAlgorithm, reasonProofCritical,
+		reasonProofKey, reasonProofPrivateKey, reasonProofSignature, reasonProofMethod, reasonProofURL, reasonProofTime,
+		reasonProofTokenHash, reasonProofReplayed, reasonProofNonce, reasonProofNonceType,
+		proofClaimMissing("jti", "a string"), proofClaimMissing("iat", "a number"),
+		reasonBoundAsBearer, reasonNotBound, reasonOtherKey, reasonDPoPOnly, reasonProofsFull, reasonClientProofsFull,
+		errorCodeInvalidDPoP, errorCodeUseDPoPNonce, errorCodeInvalidToken, headerDPoPNonce,
+		`algs="ES256 EdDSA PS256 RS256"`,
+	} {
+		if !strings.Contains(text, s) {
+			t.Errorf("docs/how-to/dpop.md does not say %q", s)
 		}
 	}
 }
