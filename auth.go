@@ -3,11 +3,12 @@ package main
 // Authorization over HTTP: the MCP server as an OAuth 2.1 resource server.
 // An HTTPHandler given HTTPOptions.Auth serves its protected resource
 // metadata (RFC 9728), refuses requests without a valid bearer token with
-// RFC 6750 challenges, puts the token's Principal in the request's context
-// (PrincipalFromContext, HandlerRequest.Principal), and binds the sessions it
-// creates to that principal. Tokens are verified by a TokenVerifier:
-// JWTVerifier (auth_jwt.go, keys from auth_jwks.go) or IntrospectionVerifier
-// (auth_introspect.go). The stdio transport takes no tokens: an application
+// RFC 6750 challenges (or, with AuthOptions.DPoP, without a DPoP-bound token
+// and its proof: auth_dpop.go), puts the token's Principal in the request's
+// context (PrincipalFromContext, HandlerRequest.Principal), and binds the
+// sessions it creates to that principal. Tokens are verified by a
+// TokenVerifier: JWTVerifier (auth_jwt.go, keys from auth_jwks.go) or
+// IntrospectionVerifier (auth_introspect.go). The stdio transport takes no tokens: an application
 // that serves stdio puts a Principal in Serve's context itself, if it wants
 // one.
 

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -388,5 +389,40 @@ func TestDPoPGetAndDelete(t *testing.T) {
 	resp = s.do(context.Background(), http.MethodDelete, session(http.MethodDelete), "")
 	if readBody(t, resp); resp.StatusCode != http.StatusNoContent {
 		t.Fatalf("DELETE with its proof: %d", resp.StatusCode)
+	}
+}
+
+// TestDPoPGateConcurrentReplay: one proof sent by many requests at once
+// passes exactly once, the others are refused as replays. Run with -race.
+func TestDPoPGateConcurrentReplay(t *testing.T) {
+	key := newTestKey(t, "k", algES256)
+	s := newDPoPTestServer(t, key, key, DPoPOptions{Mode: DPoPAllow}, HTTPOptions{})
+	const senders = 8
+	for round := range 5 {
+		proof := s.proofFor(key, "bound", nil)
+		answers := make(chan dpopAnswer, senders)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for range senders {
+			wg.Go(func() {
+				<-start
+				answers <- s.call("DPoP bound", "", nil, proof)
+			})
+		}
+		close(start)
+		wg.Wait()
+		close(answers)
+		passed := 0
+		for a := range answers {
+			switch {
+			case a.status == 200:
+				passed++
+			case a.status != 401 || !strings.Contains(a.challenges[0], reasonProofReplayed):
+				t.Fatalf("round %d: %+v", round, a)
+			}
+		}
+		if passed != 1 {
+			t.Fatalf("round %d: the proof passed %d times, want once", round, passed)
+		}
 	}
 }

@@ -158,7 +158,8 @@ type HTTPOptions struct {
 	Observer Observer
 
 	// Auth, when set, makes the endpoint an OAuth 2.1 resource server
-	// (auth.go): every request needs a valid bearer token.
+	// (auth.go): every request needs a valid access token, a bearer token
+	// or (with AuthOptions.DPoP) a DPoP-bound one with its proof.
 	Auth *AuthOptions
 }
 
