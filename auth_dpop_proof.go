@@ -22,8 +22,8 @@ import (
 const maxDPoPProofBytes = 8 << 10
 
 // maxProofRSAKeyBits bounds the RSA keys of proofs, which anyone may send:
-// verifying with an 8192-bit key, which an issuer's JWKS may hold, costs
-// about 20 times an ES256 verification.
+// a signature of an 8192-bit key, which an issuer's JWKS may hold, takes
+// about 1 ms to verify, 20 times one of a 2048-bit key.
 const maxProofRSAKeyBits = 4096
 
 // dpopProofType is the typ of every DPoP proof (RFC 9449 §4.2).
