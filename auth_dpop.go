@@ -233,7 +233,8 @@ func (d *dpopGate) invalidProof(reason string) *authRefusal {
 
 // targetURI is the URL r was addressed to, without its query: the
 // resource's origin (or, from a trusted proxy, the scheme and host its
-// Forwarded header reports) and r's path.
+// Forwarded header reports) and the path of r as it came (its RequestURI,
+// which a handler mounted under http.StripPrefix still has whole).
 func (d *dpopGate) targetURI(r *http.Request) string {
 	origin := d.origin
 	if d.forwarded != nil {
@@ -244,7 +245,11 @@ func (d *dpopGate) targetURI(r *http.Request) string {
 			origin = scheme + "://" + host
 		}
 	}
-	return origin + r.URL.EscapedPath()
+	path := r.URL.EscapedPath()
+	if sent, err := url.ParseRequestURI(r.RequestURI); err == nil && sent.Path != "" {
+		path = sent.EscapedPath()
+	}
+	return origin + path
 }
 
 // remember records an accepted proof of principal p until it expires. It

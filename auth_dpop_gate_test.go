@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"strings"
 	"sync"
@@ -423,6 +424,29 @@ func TestDPoPGateConcurrentReplay(t *testing.T) {
 		}
 		if passed != 1 {
 			t.Fatalf("round %d: the proof passed %d times, want once", round, passed)
+		}
+	}
+}
+
+// TestDPoPPathAsSent: htu's path is the one the client sent, also when the
+// handler is mounted under a prefix that http.StripPrefix takes off.
+func TestDPoPPathAsSent(t *testing.T) {
+	key := newTestKey(t, "k", algES256)
+	s := newDPoPTestServer(t, key, key, DPoPOptions{Mode: DPoPAllow}, HTTPOptions{})
+	prefixed := httptest.NewServer(http.StripPrefix("/api", s.h))
+	t.Cleanup(prefixed.Close)
+	s.url = prefixed.URL + "/api/mcp"
+	const origin = "https://mcp.example.test"
+	for _, tt := range []struct {
+		htu string
+		ok  bool
+	}{
+		{origin + "/api/mcp", true},
+		{origin + "/mcp", false},
+	} {
+		got := s.call("DPoP bound", "", nil, key.proof(t, algES256, nil, proofClaims(http.MethodPost, tt.htu, "bound", s.clock.Now(), nil)))
+		if (got.status == 200) != tt.ok || !tt.ok && !strings.Contains(got.challenges[0], reasonProofURL) {
+			t.Errorf("htu %s: %+v, want accepted %v", tt.htu, got, tt.ok)
 		}
 	}
 }
