@@ -156,7 +156,8 @@ type HTTPOptions struct {
 	Observer Observer
 
 	// Auth, when set, makes the endpoint an OAuth 2.1 resource server
-	// (auth.go): every request needs a valid bearer token.
+	// (auth.go): every request needs a valid access token, a bearer token
+	// or (with AuthOptions.DPoP) a DPoP-bound one with its proof.
 	Auth *AuthOptions
 }
 
@@ -277,7 +278,7 @@ func NewHTTPHandler(d Dispatcher, opts HTTPOptions) (*HTTPHandler, error) {
 	}
 	h.runtime, _ = d.(*Runtime)
 	if opts.Auth != nil {
-		gate, err := newAuthGate(opts.Auth)
+		gate, err := newAuthGate(opts.Auth, h.forwardedOrigin)
 		if err != nil {
 			return nil, err
 		}
