@@ -243,6 +243,10 @@ func sessionGone(w http.ResponseWriter, err error) {
 // without an error; its answer (and whatever the child sent before it)
 // then goes back with the session's id.
 func (b *bridge) initialize(w http.ResponseWriter, r *http.Request, m *message) {
+	if err := b.room(); err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, errorLine(m.id, codeInternalError, "Service Unavailable: "+err.Error()))
+		return
+	}
 	id := newSessionID()
 	c, err := b.startChild("session " + id[:8])
 	if err != nil {
@@ -283,7 +287,7 @@ func (b *bridge) initialize(w http.ResponseWriter, r *http.Request, m *message) 
 		go c.stop() // no session: the answer goes back without an id
 	} else if err := b.publish(&session{id: id, child: c, version: result.ProtocolVersion}); err != nil {
 		go c.stop()
-		http.Error(w, "Service Unavailable: "+err.Error(), http.StatusServiceUnavailable)
+		writeJSON(w, http.StatusServiceUnavailable, errorLine(m.id, codeInternalError, "Service Unavailable: "+err.Error()))
 		return
 	} else {
 		w.Header().Set(headerSessionID, id)
@@ -304,13 +308,33 @@ func resultOf(line []byte) json.RawMessage {
 	return response.Result
 }
 
+// errTooManySessions refuses an initialize while limits.maxSessions
+// sessions live.
+var errTooManySessions = errors.New("as many sessions live as the bridge allows (-max-sessions); end one with DELETE")
+
+// room returns an error when no session may start now.
+func (b *bridge) room() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch {
+	case b.closed:
+		return errClosed
+	case len(b.sessions) >= b.lim.maxSessions:
+		return errTooManySessions
+	}
+	return nil
+}
+
 // publish adds s to the session table, and removes it again once its
 // child is gone.
 func (b *bridge) publish(s *session) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.closed {
+	switch {
+	case b.closed:
 		return errClosed
+	case len(b.sessions) >= b.lim.maxSessions:
+		return errTooManySessions
 	}
 	b.sessions[s.id] = s
 	go func() {

@@ -21,12 +21,17 @@ import (
 const failAfter = 30 * time.Second
 
 // testLimits are the bounds of the bridges under test.
-var testLimits = limits{maxMessage: 1 << 20, maxQueued: 64, maxBacklog: 8}
+var testLimits = limits{maxMessage: 1 << 20, maxQueued: 64, maxBacklog: 8, maxSessions: 8}
 
 // startBridge serves a bridge to scripted servers on a loopback port.
 func startBridge(t *testing.T) (*bridge, string) {
 	t.Helper()
-	b := newBridge(scriptedArgv(t), "/mcp", testLimits, io.Discard, log.New(io.Discard, "", 0))
+	return startBridgeWith(t, testLimits)
+}
+
+func startBridgeWith(t *testing.T, lim limits) (*bridge, string) {
+	t.Helper()
+	b := newBridge(scriptedArgv(t), "/mcp", lim, io.Discard, log.New(io.Discard, "", 0))
 	b.checkHost = true
 	srv := httptest.NewServer(b)
 	t.Cleanup(func() {
@@ -492,4 +497,23 @@ func TestRouterDropsAnswersNoOneWaitsFor(t *testing.T) {
 	if msgs, _, _ := x.box.take(); len(msgs) != 0 || !strings.Contains(logged.String(), "dropped an answer") {
 		t.Fatalf("an answer for a closed exchange: delivered %q, logged %q", msgs, logged.String())
 	}
+}
+
+// At most maxSessions sessions live: an initialize beyond is refused 503,
+// and one that ends makes room.
+func TestSessionsAreBounded(t *testing.T) {
+	lim := testLimits
+	lim.maxSessions = 1
+	_, url := startBridgeWith(t, lim)
+	ctx := withTimeout(t)
+	first := initialize(t, ctx, url)
+	init := request{body: `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`}
+	a := do(t, ctx, url, init)
+	if r := decode(t, a.body); a.status != http.StatusServiceUnavailable || a.header.Get("Mcp-Session-Id") != "" || r.Error == nil || string(r.ID) != "0" {
+		t.Fatalf("an initialize beyond the bound: status %d, session %q, body %s", a.status, a.header.Get("Mcp-Session-Id"), a.body)
+	}
+	if a := do(t, ctx, url, request{method: http.MethodDelete, header: map[string]string{"Mcp-Session-Id": first}}); a.status != http.StatusNoContent {
+		t.Fatalf("DELETE: status %d", a.status)
+	}
+	initialize(t, ctx, url)
 }

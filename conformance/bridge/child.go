@@ -27,11 +27,12 @@ var (
 	errOverflow = errors.New("too many messages wait for the client")
 )
 
-// limits bounds what a child may make the bridge hold.
+// limits bounds what clients and children may make the bridge hold.
 type limits struct {
-	maxMessage int // bytes of one message, either way
-	maxQueued  int // messages waiting for one exchange's client
-	maxBacklog int // messages waiting for a GET stream to open
+	maxMessage  int // bytes of one message, either way
+	maxQueued   int // messages waiting for one exchange's client
+	maxBacklog  int // messages of a child waiting for a GET stream to open
+	maxSessions int // live sessions, each a child process
 }
 
 // stopGrace is how long a child has to exit once its stdin is closed (a

@@ -32,13 +32,14 @@ func main() {
 	addrFile := flag.String("addr-file", "", "once listening, write the address (host:port) to this `file`")
 	path := flag.String("path", "/mcp", "URL `path` of the MCP endpoint")
 	maxMessage := flag.Int("max-message", 16<<20, "`bytes` of one message, either way")
+	maxSessions := flag.Int("max-sessions", 256, "live sessions (each a process of CMD); an initialize beyond is refused 503")
 	anyHost := flag.Bool("any-host", false, "serve requests whose Host or Origin names no loopback host (a loopback listener refuses them)")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: %s [flags] -- CMD [ARGS...]\n", filepath.Base(os.Args[0]))
 		flag.PrintDefaults()
 	}
 	flag.Parse()
-	if flag.NArg() == 0 || *maxMessage < 1 {
+	if flag.NArg() == 0 || *maxMessage < 1 || *maxSessions < 1 {
 		flag.Usage()
 		os.Exit(2)
 	}
@@ -47,7 +48,7 @@ func main() {
 	if err != nil {
 		logger.Fatal(err)
 	}
-	lim := limits{maxMessage: *maxMessage, maxQueued: 4096, maxBacklog: 1024}
+	lim := limits{maxMessage: *maxMessage, maxQueued: 4096, maxBacklog: 1024, maxSessions: *maxSessions}
 	b := newBridge(flag.Args(), *path, lim, os.Stderr, logger)
 	b.checkHost = !*anyHost && ln.Addr().(*net.TCPAddr).IP.IsLoopback()
 	if *addrFile != "" {
