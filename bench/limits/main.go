@@ -21,7 +21,9 @@
 //
 // With -builds it compares the builds named instead of the checkout's
 // (each against the limit of its round, in the order given; build an
-// older commit with git worktree add and go build). Absolute figures move
+// older commit with git worktree add and go build), and with -rows only the
+// rows whose names match a regular expression (-rows 'http.*16 clients',
+// say). Absolute figures move
 // with the machine's load; the ratios far less, since both sides of a pair
 // meet the same neighbours. The goals are reported, never enforced: the
 // exit status is 1 only when a run failed (an answer was wrong or missing,
@@ -35,6 +37,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 )
@@ -96,12 +99,17 @@ func limitRows() []row {
 func main() {
 	rounds := flag.Int("rounds", 3, "rounds: pairs of runs per row and build")
 	buildList := flag.String("builds", "", "compare these builds of the server instead of the checkout's: `NAME=BINARY,...`")
+	rowPattern := flag.String("rows", "", "run only the rows whose names match this `regexp`")
 	flag.Usage = func() {
-		fmt.Fprintln(flag.CommandLine.Output(), "usage: go run ./bench/limits [-rounds N] [-builds NAME=BINARY,...]")
+		fmt.Fprintln(flag.CommandLine.Output(), "usage: go run ./bench/limits [-rounds N] [-builds NAME=BINARY,...] [-rows REGEXP]")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
 	builds, err := parseBuilds(*buildList)
+	var rows []row
+	if err == nil {
+		rows, err = selectRows(limitRows(), *rowPattern)
+	}
 	if err != nil || *rounds < 1 || flag.NArg() > 0 {
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "limits:", err)
@@ -109,7 +117,7 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	if err := run(*rounds, builds); err != nil {
+	if err := run(*rounds, builds, rows); err != nil {
 		fmt.Fprintln(os.Stderr, "limits:", err)
 		os.Exit(1)
 	}
@@ -141,11 +149,29 @@ func parseBuilds(list string) ([]build, error) {
 	return builds, nil
 }
 
+// selectRows returns the rows whose names match pattern (all for "").
+func selectRows(rows []row, pattern string) ([]row, error) {
+	re, err := regexp.Compile(pattern)
+	if err != nil {
+		return nil, fmt.Errorf("-rows: %w", err)
+	}
+	var selected []row
+	for _, r := range rows {
+		if re.MatchString(r.name) {
+			selected = append(selected, r)
+		}
+	}
+	if len(selected) == 0 {
+		return nil, fmt.Errorf("-rows: %q matches no row", pattern)
+	}
+	return selected, nil
+}
+
 // errRunsFailed reports that some run failed (each was reported).
 var errRunsFailed = errors.New("some runs failed (see above); their pairs are left out")
 
-// run builds what it needs, runs the rounds and prints the report.
-func run(rounds int, builds []build) error {
+// run builds what it needs, runs the rounds of rows and prints the report.
+func run(rounds int, builds []build, rows []row) error {
 	root, err := checkoutRoot()
 	if err != nil {
 		return err
@@ -164,7 +190,6 @@ func run(rounds int, builds []build) error {
 		return err
 	}
 	p := programs{lineecho: filepath.Join(work, "lineecho"), rawhttp: filepath.Join(work, "rawhttp")}
-	rows := limitRows()
 	figures := make([]rowFigures, len(rows))
 	for i := range figures {
 		figures[i].builds = make([][]float64, len(builds))

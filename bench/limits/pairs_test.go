@@ -132,3 +132,28 @@ func TestMetricFormat(t *testing.T) {
 		}
 	}
 }
+
+// -rows selects the rows whose names match; a pattern that matches none,
+// or is no regular expression, is an error.
+func TestSelectRows(t *testing.T) {
+	rows := limitRows()
+	names := func(rs []row) []string {
+		var out []string
+		for _, r := range rs {
+			out = append(out, r.name)
+		}
+		return out
+	}
+	if all, err := selectRows(rows, ""); err != nil || len(all) != 8 {
+		t.Fatalf("every row: %d rows, %v", len(all), err)
+	}
+	got, err := selectRows(rows, "http.*16 clients")
+	if want := []string{"http 2026-07-28 stateless, 16 clients: rate / rawhttp", "http 2025-11-25 sessions, 16 clients: rate / rawhttp"}; err != nil || !slices.Equal(names(got), want) {
+		t.Fatalf("http.*16 clients: %q, %v", names(got), err)
+	}
+	for _, bad := range []string{"nosuchrow", "("} {
+		if _, err := selectRows(rows, bad); err == nil {
+			t.Errorf("selectRows(%q) succeeded", bad)
+		}
+	}
+}
