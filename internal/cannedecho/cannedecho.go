@@ -104,8 +104,8 @@ const readChunk = 1 << 20
 
 // ServeLines answers each line of in on out (AppendLine) until in ends,
 // then returns nil, or until a read or a write fails, then returns that
-// error. It reads readChunk bytes at a time and writes the answers to the
-// lines of one read in one write.
+// error. It reads 1 MiB at a time (more for a longer line) and writes the
+// answers to the lines of one read in one write.
 func ServeLines(in io.Reader, out io.Writer) error {
 	buf := make([]byte, readChunk)
 	var answers []byte
