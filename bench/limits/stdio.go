@@ -52,10 +52,9 @@ type pipes struct {
 	in     io.WriteCloser
 	out    *bufio.Reader
 	stderr *tail
-	done   chan error // the process's exit, once
-	exit   error
-	exited bool
-	killed atomic.Bool
+	exited bool        // stop has waited for the process
+	exit   error       // what that wait returned
+	killed atomic.Bool // the run's timeout killed the process
 }
 
 func startPipes(argv []string) (*pipes, error) {
@@ -68,7 +67,7 @@ func startPipes(argv []string) (*pipes, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &pipes{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 1<<20), stderr: &tail{}, done: make(chan error, 1)}
+	p := &pipes{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 1<<20), stderr: &tail{}}
 	cmd.Stderr = p.stderr
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", argv[0], err)
