@@ -176,6 +176,7 @@ func copyWithScript(t *testing.T, pkg string, features ...string) (string, strin
 	if err != nil {
 		t.Fatalf("copy.sh: %v\n%s", err, out)
 	}
+	checkCopyProvenance(t, filepath.Join(dir, pkg))
 	return dir, string(out)
 }
 

@@ -383,7 +383,7 @@ func memoryLimit(c config) int64 {
 // set, and logs the limit in effect (at debug level). The collector's
 // target stays Go's (GOGC, 100 by default): at 400 a stdio echo at window
 // 64 took about a quarter more CPU per call, and one call at a time a
-// third more time, than at 100 (limits.sh's interleaved pairs; its
+// third more time, than at 100 (bench/limits' interleaved pairs; its
 // larger heap walks through more fresh memory between collections).
 func setMemoryLimit(limit int64, logger *slog.Logger) {
 	if os.Getenv("GOMEMLIMIT") == "" {
@@ -398,7 +398,7 @@ func setMemoryLimit(limit int64, logger *slog.Logger) {
 // the collector ran about 55 cycles a second from 16 clients, and each
 // cycle's fixed cost (waking its workers, scanning every connection's
 // stack, shrinking the stacks that then grow again) was a tenth of the CPU
-// of a call. At 200, in limits.sh's interleaved pairs against rawhttp, a
+// of a call. At 200, in bench/limits' interleaved pairs against rawhttp, a
 // call took 34.5 µs of CPU instead of 38.7 from 16 clients in 2026-07-28
 // and 42.5 instead of 46.8 in sessions, one client's median latency did not
 // change, and the soft memory limit still bounds the heap. Stdio keeps Go's
