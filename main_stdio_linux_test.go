@@ -26,13 +26,14 @@ func pipeSize(t *testing.T, f *os.File) int {
 	return int(n)
 }
 
-// The binary's stdout is a 4 KiB pipe whose reader takes 200 bytes every
-// 10 ms, while 96 pipelined tools/call answers of about 450 bytes are due,
-// with -write-timeout 1s: writing them takes more than twice that (about
-// 2.2 s), each answer a small part of it. (The timeout leaves the reader's
-// ticks room on a loaded machine: at 250 ms a starved test process failed.)
-// Every answer arrives whole, in full, and the server exits 0 at the end of
-// input (SPEC §3: WriteTimeout bounds each frame, never a write).
+// The binary's stdout is a 4 KiB pipe whose reader takes 200 bytes every 10 ms,
+// while 96 pipelined tools/call answers of about 450 bytes are due, with
+// -write-timeout 1s: writing them takes more than twice that (about 2.2 s),
+// each answer a small part of it. (The timeout leaves the reader's ticks room
+// on a loaded machine: at 250 ms a starved test process failed.) Every answer
+// arrives whole, in full, and the server exits 0 at the end of input
+// (docs/explanation/contract.md, "Framing": WriteTimeout bounds each frame,
+// never a write).
 func TestBinarySlowSteadyReaderGetsEveryAnswer(t *testing.T) {
 	const calls = 96
 	inR, inW := blockingPipe(t)
