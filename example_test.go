@@ -56,6 +56,7 @@ func ExampleAddTypedTool() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	// region typed-tool
 	type sumIn struct {
 		Numbers []float64 `json:"numbers" jsonschema:"The numbers to add"`
 	}
@@ -70,6 +71,7 @@ func ExampleAddTypedTool() {
 			}
 			return out, nil
 		})
+	// endregion typed-tool
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -104,6 +106,7 @@ func ExampleNewMemoryTransport() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	// region memory
 	tr, client, err := NewMemoryTransport(rt, Options{})
 	if err != nil {
 		log.Fatal(err)
@@ -128,6 +131,8 @@ func ExampleNewMemoryTransport() {
 
 	client.Close() // end of input: Serve answers what it admitted and returns
 	fmt.Println(<-served)
+	// endregion memory
+
 	// Output:
 	// Hello, Ada
 	// <nil>

@@ -18,6 +18,7 @@ import (
 	"example.com/hello/mcp"
 )
 
+// region main
 func main() {
 	addr := flag.String("http", "", "serve Streamable HTTP on this address (e.g. 127.0.0.1:8080) instead of stdio")
 	flag.Parse()
@@ -36,6 +37,8 @@ func main() {
 		log.Fatal(err)
 	}
 }
+
+// endregion main
 
 // region stdio
 // serveStdio serves rt on stdin/stdout until stdin ends (every request
