@@ -75,6 +75,7 @@ func TestDocs(t *testing.T) {
 			t.Fatal(err)
 		}
 		gen, stale, problems := generatePage(old)
+		problems = append(problems, bareGoBlocks(old)...)
 		for _, p := range problems {
 			t.Errorf("%s: %s", page, p)
 		}
@@ -166,6 +167,26 @@ func generatePage(page []byte) (gen []byte, stale, problems []string) {
 		}
 	}
 	return []byte(out.String()), stale, problems
+}
+
+// bareGoBlocks names the Go blocks of a page that no snippet marker
+// fills: every Go snippet must be a region of a compiled file.
+func bareGoBlocks(page []byte) []string {
+	var problems []string
+	lines := strings.Split(string(page), "\n")
+	inBlock := false
+	for i, line := range lines {
+		switch {
+		case inBlock:
+			inBlock = line != "```"
+		case strings.HasPrefix(line, "```"):
+			inBlock = true
+			if line == "```go" && (i == 0 || !snippetMarker.MatchString(lines[i-1])) {
+				problems = append(problems, fmt.Sprintf("line %d: a Go block that is not a snippet of a compiled file", i+1))
+			}
+		}
+	}
+	return problems
 }
 
 func snippetName(file, region string) string {

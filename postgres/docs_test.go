@@ -2,48 +2,54 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
 )
 
-// TestPostgresFlagsDocumented: the table of this command's own flags in
-// docs/how-to/deploy.md lists every one of them with its default.
-func TestPostgresFlagsDocumented(t *testing.T) {
-	page, err := os.ReadFile("../docs/how-to/deploy.md")
+var update = flag.Bool("update", false, "rewrite the table of this command's flags in docs/how-to/deploy.md (go generate)")
+
+// deployPage is the page that documents this command's own flags, between
+// these markers.
+const (
+	deployPage     = "../docs/how-to/deploy.md"
+	flagsTableFrom = "<!-- generated in postgres/: flags -->\n"
+	flagsTableTo   = "<!-- end in postgres/: flags -->\n"
+)
+
+// TestDocsPostgresFlags: the table of this command's own flags in
+// docs/how-to/deploy.md is what their definitions say (-update rewrites
+// it; go generate in this directory runs that).
+func TestDocsPostgresFlags(t *testing.T) {
+	page, err := os.ReadFile(deployPage)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows := map[string]string{} // flag name: default cell
-	for _, line := range strings.Split(string(page), "\n") {
-		cells := strings.Split(strings.Trim(line, "|"), "|")
-		if len(cells) < 3 {
-			continue
-		}
-		name := strings.Trim(strings.TrimSpace(cells[0]), "`")
-		if strings.HasPrefix(name, "-") {
-			rows[strings.TrimPrefix(name, "-")] = strings.TrimSpace(cells[1])
-		}
+	before, rest, ok := strings.Cut(string(page), flagsTableFrom)
+	old, after, ok2 := strings.Cut(rest, flagsTableTo)
+	if !ok || !ok2 {
+		t.Fatalf("%s has no %q ... %q block", deployPage, flagsTableFrom, flagsTableTo)
 	}
 	var f taskStoreFlags
 	fs := flag.NewFlagSet("postgres", flag.ContinueOnError)
 	f.register(fs)
-	n := 0
+	var b strings.Builder
+	b.WriteString("| flag | default | meaning |\n|---|---|---|\n")
 	fs.VisitAll(func(fl *flag.Flag) {
-		n++
-		def, ok := rows[fl.Name]
-		want := "`" + fl.DefValue + "`"
-		if fl.DefValue == "" {
-			want = "required"
+		def := "none"
+		if fl.DefValue != "" {
+			def = "`" + fl.DefValue + "`"
 		}
-		switch {
-		case !ok:
-			t.Errorf("deploy.md has no row for -%s", fl.Name)
-		case def != want:
-			t.Errorf("deploy.md gives -%s the default %s, the flag's is %s", fl.Name, def, want)
-		}
+		fmt.Fprintf(&b, "| `-%s` | %s | %s |\n", fl.Name, def, strings.ReplaceAll(fl.Usage, "|", `\|`))
 	})
-	if n < 6 {
-		t.Fatalf("the command registers %d flags of its own", n)
+	if b.String() == old {
+		return
+	}
+	if !*update {
+		t.Fatalf("%s: the table of the postgres command's flags differs from their definitions (run go generate in postgres/):\n%s", deployPage, b.String())
+	}
+	if err := os.WriteFile(deployPage, []byte(before+flagsTableFrom+b.String()+flagsTableTo+after), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
