@@ -23,18 +23,19 @@ import (
 // decoding, no MCP.
 const baselineEnv = "MCPSTDIO_BASELINE_SERVER"
 
-// floorEnv makes the test binary act as the pipeline floor: the canned
-// answers of the baseline, passed through the goroutines SPEC §1 prescribes
-// (reader, coordinator, worker, coordinator, single in-flight writer) with
-// nothing else done on the way. What it costs over the baseline is what the
-// architecture costs before any JSON-RPC, MCP or bookkeeping work.
+// floorEnv makes the test binary act as the pipeline floor: the canned answers
+// of the baseline, passed through the goroutines the design prescribes
+// (docs/explanation/contract.md, "Layers") (reader, coordinator, worker,
+// coordinator, single in-flight writer) with nothing else done on the way. What
+// it costs over the baseline is what the architecture costs before any
+// JSON-RPC, MCP or bookkeeping work.
 //
 // Set to "direct" instead of "1", it is the path the server takes for an
 // inline tool on a pipe, with nothing done on the way: a reading goroutine
 // hands lines to a loop that answers them itself and writes the answers to
 // the lines taken between two waits in one write, with no workers and no
 // writing goroutine. What it costs over the baseline is the hand-off from
-// the reading goroutine, which SPEC §1 prescribes; what the server costs
+// the reading goroutine, which the design prescribes; what the server costs
 // over it is the server's own work.
 const floorEnv = "MCPSTDIO_FLOOR_SERVER"
 

@@ -384,9 +384,9 @@ type message struct {
 	space *runtimeExecution
 }
 
-// onMessage runs steps 3 to 7 of the per-line pipeline (SPEC §4) for m.
-// While an initialize is in flight the message is held instead of
-// submitted.
+// onMessage runs steps 3 to 7 of the per-line pipeline
+// (docs/explanation/contract.md, "The per-line pipeline") for m. While an
+// initialize is in flight the message is held instead of submitted.
 func (c *connection) onMessage(m message) error {
 	env, r := m.env, m.route
 	if c.acceptsBatch(m) {

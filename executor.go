@@ -1,8 +1,9 @@
 package main
 
 // The executor: transport-neutral admission, FIFO queue, per-job deadlines and
-// cancellation (SPEC §5). It knows nothing of JSON-RPC. Several transports share
-// one Executor; each gets a Submitter whose keys are scoped to it.
+// cancellation (docs/explanation/contract.md, "Executor"). It knows nothing of
+// JSON-RPC. Several transports share one Executor; each gets a Submitter whose
+// keys are scoped to it.
 //
 // Concurrency design, in short:
 //   - One mutex (Executor.mu) guards all bookkeeping. Every race between a job's
@@ -124,8 +125,7 @@ type ExecutorOptions struct {
 	// bytes are in flight at all: one job larger than the whole budget is
 	// then admitted, so that any single message the transport accepts can
 	// be served. A transport admits its jobs' answers against the same
-	// budget by the same rule (ExecutorClient.fitsAnswer, Reservation.Grow;
-	// see executor_client.go).
+	// budget by the same rule (see Reservation.Grow).
 	MaxInflightBytes int
 
 	// A client's share (see ExecutorClient) of the slots, the queue and the

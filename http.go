@@ -82,9 +82,10 @@ type HTTPOptions struct {
 	// KeepAlive is the period of SSE comments on long-lived streams (GET
 	// streams and subscriptions/listen), default 20s.
 	KeepAlive time.Duration
-	// WriteTimeout bounds each write of an SSE stream (default 5s, as
-	// Options.WriteTimeout): a stream whose client stops reading fails, and
-	// its request is then served as one whose client left.
+	// WriteTimeout bounds each write of an answer, a JSON body or an SSE
+	// event (default 5s, as Options.WriteTimeout): a response whose client
+	// takes none of it for that long fails, and its request is then served
+	// as one whose client left.
 	WriteTimeout time.Duration
 	// SSERetry is the reconnection delay an initialize-era SSE stream
 	// announces in its retry field (default 2s).
@@ -94,7 +95,8 @@ type HTTPOptions struct {
 	// those of all sessions together (default 64 MiB). The bytes counted are
 	// the events' JSON frames, from when an event is sent (or queued for a
 	// GET stream not connected) until its stream is dropped: its response
-	// was delivered, or it ended and is the oldest of maxSessionStreams.
+	// was delivered, or it ended and is no longer among the ended streams a
+	// session keeps (docs/reference/bounds.md).
 	// Beyond a bound the oldest ended streams go first, then the oldest
 	// events (beyond MaxReplayBytes, those of the session keeping the
 	// most); the event being sent is always kept. A Last-Event-ID whose

@@ -128,9 +128,8 @@ func benchHTTPHandlerEcho(b *testing.B, h *HTTPHandler, version string) {
 }
 
 // An HTTP echo call allocates, in the handler alone, no more than it does
-// today: 5 for a 2026-07-28 POST, 6 in a 2025-11-25 session (44 and 31
-// before issue 20's work, 16 and 14 before issue 29's: the answer's headers
-// are prebuilt slices, the tool's name for its schema is the Mcp-Name
+// today: 5 for a 2026-07-28 POST, 6 in a 2025-11-25 session (the answer's
+// headers are prebuilt slices, the tool's name for its schema is the Mcp-Name
 // header's, the message's execution and the body's reservation live in the
 // POST's one record, and a 2026 POST whose Inline tool runs on its
 // goroutine registers no submitter and makes no channels for workers'

@@ -28,8 +28,9 @@ import (
 // holds it that long; a body that does not fit is refused 503 (see
 // refuseUnread).
 //
-// The shares are work-conserving (SPEC §5, ExecutorOptions): a client alone
-// may use the whole executor; the shares bind only while other clients wait.
+// The shares are work-conserving (docs/explanation/contract.md, "Executor",
+// ExecutorOptions): a client alone may use the whole executor; the shares bind
+// only while other clients wait.
 
 // clientTable holds the executor clients of the handler's POSTs by name. An
 // entry lives while a POST uses it or its client still holds something (a

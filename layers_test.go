@@ -18,8 +18,9 @@ import (
 	"testing"
 )
 
-// coreFileList is where the core's files are listed (SPEC §1): the one
-// place, read by these tests and by the README's copy command.
+// coreFileList is where the core's files are listed
+// (docs/explanation/contract.md, "Layers"): the one place, read by these tests
+// and by copy.sh.
 const coreFileList = "testdata/core_files.txt"
 
 // corePatterns returns the globs of coreFileList.
@@ -120,10 +121,11 @@ func importArrows(t testing.TB) map[[2]string][]string {
 	return arrows
 }
 
-// TestCoreNamesNoFeature keeps the layers of SPEC §1: no file of the core
-// uses a name (a type, function, variable, constant, method or field)
-// declared in a feature's file. It logs the arrows between files by layer,
-// which `go test -run TestCoreNamesNoFeature -v .` shows.
+// TestCoreNamesNoFeature keeps the layers of docs/explanation/contract.md,
+// "Layers": no file of the core uses a name (a type, function, variable,
+// constant, method or field) declared in a feature's file. It logs the arrows
+// between files by layer, which `go test -run TestCoreNamesNoFeature -v .`
+// shows.
 func TestCoreNamesNoFeature(t *testing.T) {
 	if testing.Short() {
 		t.Skip("type-checks the package")
@@ -164,7 +166,7 @@ func TestCoreFileListMatches(t *testing.T) {
 }
 
 // copyWithScript copies the core and features into package pkg of a
-// module of its own with copy.sh, the README's copy command, and returns
+// module of its own with copy.sh and returns
 // the module's directory and what the script printed.
 func copyWithScript(t *testing.T, pkg string, features ...string) (string, string) {
 	t.Helper()
@@ -181,7 +183,7 @@ func copyWithScript(t *testing.T, pkg string, features ...string) (string, strin
 }
 
 // TestCoreServesStdioAlone copies the core's files, and only them, into a
-// package of a module of its own with the README's copy command, vets it,
+// package of a module of its own with copy.sh, vets it,
 // then builds a small command on the core's API (testdata/core/echo) and
 // checks its stdio transcript: the core needs no feature to serve MCP over
 // stdio.
@@ -222,9 +224,8 @@ func TestCoreServesStdioAlone(t *testing.T) {
 	checkGoldenLines(t, "testdata/core/echo.out.jsonl", out)
 }
 
-// TestCopyCoreWithTasks copies the core and one feature with the README's
-// copy command and vets the copy: a feature needs the core and nothing else
-// it does not name.
+// TestCopyCoreWithTasks copies the core and one feature with copy.sh and
+// vets the copy: a feature needs the core and nothing else it does not name.
 func TestCopyCoreWithTasks(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a copy of the core")

@@ -2,13 +2,13 @@
 // output, or with -http over Streamable HTTP: every protocol version from
 // 2024-11-05 to 2026-07-28, and a catalog of tools, resources and prompts
 // (echo, sleep, and the fixtures of the official conformance suite). Run it
-// with -h for its flags.
+// with -h for its flags. It exits 0 after the end of its input and, with
+// -http, after a signal and the drain; 1 after an output failure, a fatal
+// error or, on stdio, a signal; 2 for bad flags.
 //
-// The command is this file and the main_*.go files (the reference catalog,
-// the HTTP wiring, the processors on stdio). Every other non-test file is
-// the library, which stands alone: copied into another package with its
-// package clause renamed, it compiles unchanged (README: "Use it as a
-// library").
+// The command is this file and the main_*.go files: the reference catalog,
+// the HTTP wiring, the processors on stdio. doc.go describes the library the
+// command is built on.
 package main
 
 import (
@@ -70,7 +70,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	var methods, protocols, level, stateKeyFile, hosts, origins string
 	fs := flag.NewFlagSet("mcpstdio", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.DurationVar(&c.writeTimeout, "write-timeout", DefaultWriteTimeout, "limit of one write to stdout; a timed-out write ends the connection")
+	fs.DurationVar(&c.writeTimeout, "write-timeout", DefaultWriteTimeout, "how long the client may take none of a frame of an answer (on stdout, or with -http of a response); then the connection (the response) ends")
 	fs.IntVar(&c.maxLineBytes, "max-line-bytes", DefaultMaxLineBytes, "limit of one input line, counting its newline")
 	fs.DurationVar(&c.requestTimeout, "request-timeout", defaultJobTimeout, "deadline of each request from when it starts running (negative: none)")
 	fs.IntVar(&c.maxConcurrency, "max-concurrency", defaultMaxConcurrency, "requests running at once")

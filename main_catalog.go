@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// The reference catalog is what `go run .` serves (SPEC §11): an echo tool, a
+// The reference catalog is what `go run .` serves: an echo tool, a
 // cancellable sleep tool, and the fixtures the official MCP conformance suite
 // calls, with the names, texts and data that suite expects.
 
@@ -60,7 +60,7 @@ func decodeReferenceMedia() (referenceMedia, error) {
 }
 
 // registerReferenceCatalog registers the reference server's tools, resources,
-// prompts and completions on rt (SPEC §11). It fails when one of them cannot
+// prompts and completions on rt. It fails when one of them cannot
 // be registered (for example because rt already holds an entry of that name);
 // rt then holds the entries registered before the failure and should be
 // discarded.

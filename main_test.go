@@ -476,8 +476,9 @@ func TestBinaryTaskFlags(t *testing.T) {
 	}
 }
 
-// TestMaxQueueFlagZeroIsTheDefault checks that -max-queue means what
-// MaxQueue means (SPEC §2): 0 the default, a negative value no queue.
+// TestMaxQueueFlagZeroIsTheDefault checks that -max-queue means what MaxQueue
+// means (docs/explanation/contract.md, "Options"): 0 the default, a negative
+// value no queue.
 func TestMaxQueueFlagZeroIsTheDefault(t *testing.T) {
 	tests := []struct {
 		flag string
