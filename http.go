@@ -288,7 +288,7 @@ func NewHTTPHandler(d Dispatcher, opts HTTPOptions) (*HTTPHandler, error) {
 	h.sessions = sessionTable{max: opts.MaxSessions, perClient: httpClientShare(opts.MaxClientSessions, opts.MaxSessions), byID: make(map[string]*httpSession), byClient: make(map[clientName]int)}
 	h.replay = replayBudget{total: int64(opts.MaxReplayBytes), kept: make(map[*httpSession]int64)}
 	h.listens = clientQuota{perClient: opts.MaxSubscriptions, total: opts.MaxListenStreams, held: make(map[string]int)}
-	h.changes.boxes = make(map[*changeBox]struct{})
+	h.changes.boxes = make(map[changeReceiver]struct{})
 	if h.executor == nil {
 		e, err := NewExecutor(opts.executorOptions())
 		if err != nil {

@@ -133,13 +133,6 @@ func (s *httpSession) enforceReplayBudget(l *eventStream, seq uint64) {
 	}
 }
 
-// askShed asks the session's owner, from any goroutine, to give bytes back
-// (shedReplay) when it next wakes; it never blocks.
-func (s *httpSession) askShed() {
-	s.shedAsked.Store(true)
-	s.changes.wake()
-}
-
 // shedReplay gives bytes back while the handler's sessions keep more than
 // MaxReplayBytes and this one keeps the most.
 func (s *httpSession) shedReplay() {

@@ -1,0 +1,186 @@
+package main
+
+import (
+	"context"
+	"time"
+)
+
+// A session's owner runs on demand. While the session has work in the
+// executor (a request admitted and not answered, an initialize being
+// made) its owner goroutine runs its loop; once it has none, the owner
+// parks: its goroutine exits and the session's state stays as it is, owned
+// by no goroutine, until something hands the session an event. The one
+// owner rule holds because a goroutine may run the loop only after it won
+// the session's run state (run) from parked to active, and the owner gives
+// it up only by setting it back to parked, as the last thing it does:
+//
+//   - a request's goroutine hands the owner an event (post, control) only
+//     after enter, which counts it as a caller until the owner took the
+//     event (or the session ended); enter of a parked session makes it
+//     active and starts its owner, and an owner never parks while a caller
+//     is counted, so every event handed over has an owner to take it, and
+//     the owner that took the last one parks when it is done with it;
+//   - a catalog change and a request to give replay bytes back reach the
+//     session through its change box, which needs no caller: wake starts
+//     the owner of a parked session after the box was filled, and an owner
+//     that parked looks at the box once more (park), so that neither misses
+//     the other;
+//
+// A parked session costs no goroutine, no stack and no channel receive
+// waiting (a goroutine in a select of six channels holds six waiters).
+
+// The bits of httpSession.run. The callers are counted above them.
+const (
+	runParked int64 = 1 << iota // the owner goroutine exited; no caller is counted
+	runIdle                     // parked with no stream open
+	runEnded                    // the session ended: no goroutine will run it again
+	runCaller                   // one caller (see enter)
+)
+
+// loop runs the session's owner loop (serveConnection) until the session
+// ends (DELETE, idle expiry, a failed initialize, the handler's Close, or
+// an injected executor closing, after every pending request was answered)
+// or parks. It runs on the goroutine that made the session active.
+func (s *httpSession) loop() {
+	if serveConnection(context.Background(), s.conn, s) != errConnYielded {
+		s.end()
+	}
+}
+
+// idle parks the session when it has no work in the executor and no caller
+// is handing it an event: the owner loop then ends with errConnYielded.
+// It is the loop's last step before it would wait, so nothing it took is
+// left undone. Then it hands over the plain answers held (handOver), so
+// that a client that got one finds the session parked if it was idle.
+func (s *httpSession) idle() error {
+	var held [8]*streamWriter
+	if len(s.handed) > len(held) {
+		s.handOver() // more than a turn usually holds: no need to wait
+	}
+	n := copy(held[:], s.handed)
+	clear(s.handed)
+	s.handed = s.handed[:0]
+	err := s.park()
+	// After a park the session is not the goroutine's any more: it tells
+	// the writers, which the session let go of, and touches nothing else.
+	for _, w := range held[:n] {
+		w.ready <- struct{}{}
+	}
+	return err
+}
+
+// park parks the session when it may: errConnYielded when it did.
+func (s *httpSession) park() error {
+	if s.ended || s.creating != nil || s.conn.pending() > 0 {
+		return nil
+	}
+	parked := runParked
+	if s.writers == 0 {
+		parked |= runIdle
+		s.idleAt.Store(s.lastUsed.UnixNano())
+	}
+	if !s.run.CompareAndSwap(0, parked) {
+		return nil // a caller is on its way: take its event first
+	}
+	// A change put in the box before wake could see the session parked is
+	// still there: take it, unless a wake or a caller has started another
+	// owner since, or the table took the session.
+	if len(s.changes.signal) > 0 && s.run.CompareAndSwap(parked, 0) {
+		return nil
+	}
+	return errConnYielded
+}
+
+// enter counts the calling goroutine as a caller about to hand the owner an
+// event, starting the owner of a parked session; false when the session
+// has ended. Every enter that returned true is followed by one exit: the
+// owner's, as it takes the event (onInput, onEvent), or the caller's when
+// the session ended first.
+func (s *httpSession) enter() bool {
+	for {
+		old := s.run.Load()
+		if old&runEnded != 0 {
+			return false
+		}
+		if s.run.CompareAndSwap(old, old&^(runParked|runIdle)+runCaller) {
+			if old&runParked != 0 {
+				go s.serve()
+			}
+			return true
+		}
+	}
+}
+
+// exit ends a caller's enter.
+func (s *httpSession) exit() { s.run.Add(-runCaller) }
+
+// wake starts the owner of a parked session, for an event put in its change
+// box; an owner that runs takes it itself.
+func (s *httpSession) wake() {
+	for {
+		old := s.run.Load()
+		if old&runParked == 0 {
+			return
+		}
+		if s.run.CompareAndSwap(old, old&^(runParked|runIdle)) {
+			go s.serve()
+			return
+		}
+	}
+}
+
+// idleSince reports when the session became idle, and whether it is parked
+// and idle now.
+func (s *httpSession) idleSince() (int64, bool) {
+	if s.run.Load() != runParked|runIdle {
+		return 0, false
+	}
+	return s.idleAt.Load(), true
+}
+
+// post hands x to the session's owner; false when the session has ended.
+func (s *httpSession) post(x *httpExchange) bool {
+	if !s.enter() {
+		return false
+	}
+	select {
+	case s.posts <- x:
+		return true
+	case <-s.done:
+		s.exit()
+		return false
+	}
+}
+
+// control hands ev to the session's owner; false when the session has
+// ended.
+func (s *httpSession) control(ev any) bool {
+	if !s.enter() {
+		return false
+	}
+	select {
+	case s.ctl <- ev:
+		return true
+	case <-s.done:
+		s.exit()
+		return false
+	}
+}
+
+// put is the session's part of the handler's changeHub: the change goes to
+// its box, and a parked owner is started to take it.
+func (s *httpSession) put(c Change) {
+	s.changes.put(c)
+	s.wake()
+}
+
+// askShed asks the session's owner, from any goroutine, to give bytes back
+// (shedReplay) when it next wakes; it never blocks.
+func (s *httpSession) askShed() {
+	s.shedAsked.Store(true)
+	s.changes.wake()
+	s.wake()
+}
+
+// touch records that the session is in use now.
+func (s *httpSession) touch() { s.lastUsed = time.Now() }
