@@ -74,7 +74,7 @@ func (h *HTTPHandler) newTestSession(t *testing.T, id string) *httpSession {
 	s.idleTimer = time.NewTimer(time.Hour)
 	s.standalone = s.newStream()
 	s.standalone.standalone = true
-	if !h.sessions.add(s) {
+	if ok, _ := h.sessions.add(s); !ok {
 		t.Fatal("the session table is full")
 	}
 	t.Cleanup(func() { // before the handler's Close, which would wait for a loop that never ran

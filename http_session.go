@@ -39,8 +39,9 @@ type httpSession struct {
 
 	// run is the session's run state: parked or active, ended, and the
 	// callers handing its owner an event (see enter). idleAt is when it
-	// became idle (Unix nanoseconds), set by the owner as it parks with
-	// no stream open, for the table to rank it (see idleSince).
+	// became idle (nanoseconds since the table's epoch), set by the owner
+	// as it parks with no stream open, for the table to rank it (see
+	// idleSince).
 	run    atomic.Int64
 	idleAt atomic.Int64
 	// serve is loop, as a value made once: starting it costs no allocation.
@@ -102,8 +103,9 @@ type httpExchange struct {
 // the principal owner; its work counts against the executor client
 // client names (HTTPOptions.ClientKey's, or the principal's), the zero name
 // for a client of its own; creator is the client that creates it. The
-// caller then hands it x. It returns nil when MaxSessions are live, or
-// MaxClientSessions of the creator's.
+// caller then hands it x. When MaxSessions are live it takes the place of
+// an idle session, which it ends (see sessionTable.add); it returns nil when
+// there is none it may take.
 func (h *HTTPHandler) startSession(x *httpExchange, owner string, client, creator clientName) *httpSession {
 	s := &httpSession{
 		id:      newSessionID(),
@@ -118,7 +120,11 @@ func (h *HTTPHandler) startSession(x *httpExchange, owner string, client, creato
 	}
 	s.idHeader = []string{s.id}
 	s.serve = s.loop
-	if !h.sessions.add(s) {
+	ok, taken := h.sessions.add(s)
+	if taken != nil {
+		taken.end()
+	}
+	if !ok {
 		return nil
 	}
 	if client == (clientName{}) {
@@ -203,7 +209,8 @@ func (s *httpSession) drain() error {
 
 // end ends the session: its work is cancelled, it leaves the table, and
 // every goroutine waiting on it is released by done. It runs on the
-// session's owner.
+// session's owner, or on the goroutine that took the session's place while
+// it was parked (claimIdle).
 func (s *httpSession) end() {
 	s.run.Or(runEnded)
 	s.h.sessions.remove(s)

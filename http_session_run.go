@@ -25,6 +25,9 @@ import (
 //     the owner of a parked session after the box was filled, and an owner
 //     that parked looks at the box once more (park), so that neither misses
 //     the other;
+//   - at the cap, the session table may take an idle parked session for a
+//     newcomer (claimIdle): it sets the state to ended, which no caller and
+//     no wake can undo, and whoever claimed it tears it down as its owner.
 //
 // A parked session costs no goroutine, no stack and no channel receive
 // waiting (a goroutine in a select of six channels holds six waiters).
@@ -32,7 +35,7 @@ import (
 // The bits of httpSession.run. The callers are counted above them.
 const (
 	runParked int64 = 1 << iota // the owner goroutine exited; no caller is counted
-	runIdle                     // parked with no stream open
+	runIdle                     // parked with no stream open: the table may take it
 	runEnded                    // the session ended: no goroutine will run it again
 	runCaller                   // one caller (see enter)
 )
@@ -77,7 +80,7 @@ func (s *httpSession) park() error {
 	parked := runParked
 	if s.writers == 0 {
 		parked |= runIdle
-		s.idleAt.Store(s.lastUsed.UnixNano())
+		s.idleAt.Store(int64(s.lastUsed.Sub(s.h.sessions.epoch)))
 	}
 	if !s.run.CompareAndSwap(0, parked) {
 		return nil // a caller is on its way: take its event first
@@ -129,8 +132,15 @@ func (s *httpSession) wake() {
 	}
 }
 
+// claimIdle ends the session for the session table if it is parked and
+// idle; the caller then owns it and tears it down (end). It reports false
+// when the session is active, holds a stream or has ended.
+func (s *httpSession) claimIdle() bool {
+	return s.run.CompareAndSwap(runParked|runIdle, runEnded)
+}
+
 // idleSince reports when the session became idle, and whether it is parked
-// and idle now.
+// and idle now (a session the table may take).
 func (s *httpSession) idleSince() (int64, bool) {
 	if s.run.Load() != runParked|runIdle {
 		return 0, false
