@@ -295,7 +295,7 @@ func NewHTTPHandler(d Dispatcher, opts HTTPOptions) (*HTTPHandler, error) {
 		}
 		h.auth = gate
 	}
-	h.sessions = sessionTable{max: opts.MaxSessions, perClient: cmp.Or(opts.MaxClientSessions, opts.MaxSessions), epoch: time.Now(), byID: make(map[string]*httpSession), byClient: make(map[clientName]int)}
+	h.sessions = sessionTable{max: opts.MaxSessions, perClient: cmp.Or(opts.MaxClientSessions, opts.MaxSessions), epoch: time.Now(), owners: newOwnerPool(), byID: make(map[string]*httpSession), byClient: make(map[clientName]int)}
 	h.replay = replayBudget{total: int64(opts.MaxReplayBytes), kept: make(map[*httpSession]int64)}
 	h.listens = clientQuota{perClient: opts.MaxSubscriptions, total: opts.MaxListenStreams, held: make(map[string]int)}
 	h.changes.boxes = make(map[changeReceiver]struct{})
@@ -331,6 +331,7 @@ func (h *HTTPHandler) Close() {
 		for _, s := range h.sessions.all() {
 			s.stop()
 		}
+		h.sessions.owners.close()
 		if h.ownsExec {
 			h.executor.Close()
 		}

@@ -44,7 +44,8 @@ type httpSession struct {
 	// idleSince).
 	run    atomic.Int64
 	idleAt atomic.Int64
-	// serve is loop, as a value made once: starting it costs no allocation.
+	// serve starts an owner (startOwner), as a value made once: calling it
+	// costs no allocation.
 	serve func()
 
 	// shedAsked says the handler's replay budget asks the session for bytes
@@ -119,7 +120,7 @@ func (h *HTTPHandler) startSession(x *httpExchange, owner string, client, creato
 		changes: newChangeBox(),
 	}
 	s.idHeader = []string{s.id}
-	s.serve = s.loop
+	s.serve = s.startOwner
 	ok, taken := h.sessions.add(s)
 	if taken != nil {
 		taken.end()
@@ -161,7 +162,7 @@ func (h *HTTPHandler) startSession(x *httpExchange, owner string, client, creato
 	s.idleTimer = time.AfterFunc(h.opts.SessionIdleTimeout, func() { s.control(idleTimerFired{}) })
 	s.touch()
 	h.changes.add(s)
-	go s.serve()
+	s.serve()
 	return s
 }
 

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -30,7 +32,10 @@ import (
 //     no wake can undo, and whoever claimed it tears it down as its owner.
 //
 // A parked session costs no goroutine, no stack and no channel receive
-// waiting (a goroutine in a select of six channels holds six waiters).
+// waiting (a goroutine in a select of six channels holds six waiters). The
+// goroutines that run owner loops are kept for the next session to wake
+// (ownerPool), so that waking one does not grow a new goroutine's stack
+// again: that was a third of a session call's CPU.
 
 // The bits of httpSession.run. The callers are counted above them.
 const (
@@ -39,6 +44,63 @@ const (
 	runEnded                    // the session ended: no goroutine will run it again
 	runCaller                   // one caller (see enter)
 )
+
+// ownerPool runs sessions' owner loops (httpSession.loop) on goroutines
+// it keeps: a goroutine whose session parked waits for the next session to
+// run, up to maxIdleOwners of them; beyond, it exits. It is shared by the
+// sessions of one handler; close ends the goroutines that wait.
+type ownerPool struct {
+	next   chan *httpSession // to a waiting goroutine; unbuffered
+	idle   atomic.Int32      // goroutines waiting on next
+	closed chan struct{}     // closed by close
+	once   sync.Once
+}
+
+// maxIdleOwners bounds the goroutines an ownerPool keeps waiting: about as
+// many sessions as may be woken at once under load, each goroutine a stack
+// of a few KiB.
+const maxIdleOwners = 64
+
+func newOwnerPool() ownerPool {
+	return ownerPool{next: make(chan *httpSession), closed: make(chan struct{})}
+}
+
+// start runs s's owner loop on a waiting goroutine, else on a new one. It
+// never blocks.
+func (p *ownerPool) start(s *httpSession) {
+	select {
+	case p.next <- s:
+	default:
+		go p.run(s)
+	}
+}
+
+// run runs s's owner loop, then the loops of the sessions start hands it,
+// until it is not needed: more than maxIdleOwners wait, or the pool closed.
+func (p *ownerPool) run(s *httpSession) {
+	for {
+		s.loop()
+		if p.idle.Add(1) > maxIdleOwners {
+			p.idle.Add(-1)
+			return
+		}
+		select {
+		case s = <-p.next:
+			p.idle.Add(-1)
+		case <-p.closed:
+			p.idle.Add(-1)
+			return
+		}
+	}
+}
+
+// close ends the goroutines that wait; sessions woken later get new ones.
+// Idempotent.
+func (p *ownerPool) close() { p.once.Do(func() { close(p.closed) }) }
+
+// startOwner runs the session's owner loop on a goroutine of the handler's
+// ownerPool.
+func (s *httpSession) startOwner() { s.h.sessions.owners.start(s) }
 
 // loop runs the session's owner loop (serveConnection) until the session
 // ends (DELETE, idle expiry, a failed initialize, the handler's Close, or
@@ -107,7 +169,7 @@ func (s *httpSession) enter() bool {
 		}
 		if s.run.CompareAndSwap(old, old&^(runParked|runIdle)+runCaller) {
 			if old&runParked != 0 {
-				go s.serve()
+				s.serve()
 			}
 			return true
 		}
@@ -126,7 +188,7 @@ func (s *httpSession) wake() {
 			return
 		}
 		if s.run.CompareAndSwap(old, old&^(runParked|runIdle)) {
-			go s.serve()
+			s.serve()
 			return
 		}
 	}

@@ -36,6 +36,8 @@ type sessionTable struct {
 	// epoch is when the table was made (read-only): idle times are counted
 	// from it, on the monotonic clock.
 	epoch time.Time
+	// owners runs the sessions' owner loops.
+	owners ownerPool
 
 	mu       sync.Mutex
 	byID     map[string]*httpSession
