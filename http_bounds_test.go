@@ -197,13 +197,19 @@ func TestReplayBudgetBoundsTheGetStreamQueue(t *testing.T) {
 	}
 	frame := `{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`
 	var kept int64
+	var sent uint64
 	eventually(t, "the changes to reach the session", func() bool {
 		sess.onOwner(t, func() {
 			checkReplayCounts(t, s.h, sess)
-			kept = sess.retained
+			kept, sent = sess.retained, sess.standalone.last()
 		})
-		return kept >= int64(300-len(frame))
+		// All 50 in: a change still in the box would come after the
+		// GET's batch and drop an event the GET was not handed yet.
+		return sent == 50
 	})
+	if kept < int64(300-len(frame)) {
+		t.Fatalf("the GET stream's queue keeps %d bytes; want all that fits in 300", kept)
+	}
 	if kept > 300 {
 		t.Fatalf("the GET stream's queue keeps %d bytes; want at most 300, and all that fits", kept)
 	}
