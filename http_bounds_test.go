@@ -69,7 +69,7 @@ func newBudgetTestHandler(t *testing.T, perSession, total int) *HTTPHandler {
 // does not run, and the test calls the owner's methods itself.
 func (h *HTTPHandler) newTestSession(t *testing.T, id string) *httpSession {
 	t.Helper()
-	s := &httpSession{id: id, h: h, changes: newChangeBox(), done: make(chan struct{}), streams: make(map[uint64]*eventStream)}
+	s := &httpSession{id: id, h: h, changes: newChangeBox(), done: make(chan struct{})}
 	s.conn = newConnection(connConfig{dispatcher: h.dispatcher, out: s, sub: h.executor.NewSubmitter(), log: quietLogger()})
 	s.idleTimer = time.NewTimer(time.Hour)
 	s.standalone = s.newStream()
@@ -106,8 +106,8 @@ func TestReplayBudgetPerSessionDropsEndedStreamsThenOldestEvents(t *testing.T) {
 	// Over the budget: the ended stream goes first, whole.
 	s.appendEvent(live, frameOf(300))
 	checkReplayCounts(t, h, s)
-	if s.streams[ended.number] != nil || s.retained != 600 {
-		t.Fatalf("after going over: ended stream kept %v, %d bytes; want it dropped and 600", s.streams[ended.number] != nil, s.retained)
+	if s.stream(ended.number) != nil || s.retained != 600 {
+		t.Fatalf("after going over: ended stream kept %v, %d bytes; want it dropped and 600", s.stream(ended.number) != nil, s.retained)
 	}
 
 	// A connection carrying the live stream, handed nothing yet.

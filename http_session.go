@@ -62,8 +62,7 @@ type httpSession struct {
 	// answered: a failure ends the session.
 	creating *httpExchange
 
-	streams    map[uint64]*eventStream // by number
-	order      []uint64                // stream numbers, oldest first
+	streams    []*eventStream // oldest first; at most maxSessionStreams and the one being made
 	nextStream uint64
 	standalone *eventStream // the GET stream of server-initiated messages
 	retained   int64        // bytes of the events kept
@@ -116,7 +115,6 @@ func (h *HTTPHandler) startSession(x *httpExchange, owner string, client, creato
 		posts:   make(chan *httpExchange),
 		ctl:     make(chan any),
 		done:    make(chan struct{}),
-		streams: make(map[uint64]*eventStream),
 		changes: newChangeBox(),
 	}
 	s.idHeader = []string{s.id}
@@ -221,8 +219,8 @@ func (s *httpSession) end() {
 		s.h.clients.release(s.client)
 	}
 	s.idleTimer.Stop()
-	for _, l := range s.streams {
-		s.dropStream(l)
+	for len(s.streams) > 0 {
+		s.dropStream(s.streams[0])
 	}
 	s.handOver()
 	close(s.done)
@@ -520,7 +518,7 @@ func (s *httpSession) onGet(g getRequest) getVerdict {
 	after := l.sent
 	if g.lastEventID != "" {
 		n, seq, ok := parseEventID(g.lastEventID)
-		l = s.streams[n]
+		l = s.stream(n)
 		if !ok || l == nil {
 			return getVerdict{status: http.StatusBadRequest, message: "Bad Request: Last-Event-ID names no stream of this session"}
 		}

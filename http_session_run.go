@@ -139,6 +139,7 @@ func (s *httpSession) park() error {
 	if s.ended || s.creating != nil || s.conn.pending() > 0 {
 		return nil
 	}
+	s.conn.dropEmptyMaps()
 	parked := runParked
 	if s.writers == 0 {
 		parked |= runIdle
