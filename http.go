@@ -305,6 +305,8 @@ func NewHTTPHandler(d Dispatcher, opts HTTPOptions) (*HTTPHandler, error) {
 			return nil, fmt.Errorf("mcpstdio: %w", err)
 		}
 		h.executor, h.ownsExec = e, true
+	} else {
+		go h.sessions.wakeOnClose(h.executor.Done())
 	}
 	h.clients.init(h.executor)
 	if src, ok := d.(ChangeSource); ok {

@@ -31,6 +31,13 @@ import (
 //     newcomer (claimIdle): it sets the state to ended, which no caller and
 //     no wake can undo, and whoever claimed it tears it down as its owner.
 //
+// Nothing else reaches a parked session: its executor work is done, so no
+// outcome and no Peer call of a running request can come (a handler that
+// calls its Peer after its request ended gets ErrRequestEnded; one whose
+// call races with that end waits on its context, which the end cancels),
+// and an injected executor that closes wakes every parked session
+// (sessionTable.wakeOnClose), whose owner then ends it.
+//
 // A parked session costs no goroutine, no stack and no channel receive
 // waiting (a goroutine in a select of six channels holds six waiters). The
 // goroutines that run owner loops are kept for the next session to wake
@@ -120,7 +127,7 @@ func (s *httpSession) loop() {
 func (s *httpSession) idle() error {
 	var held [8]*streamWriter
 	if len(s.handed) > len(held) {
-		s.handOver() // more than a turn usually holds: no need to wait
+		s.handOver() // more than held takes: all are told now, before the park
 	}
 	n := copy(held[:], s.handed)
 	clear(s.handed)
@@ -138,6 +145,11 @@ func (s *httpSession) idle() error {
 func (s *httpSession) park() error {
 	if s.ended || s.creating != nil || s.conn.pending() > 0 {
 		return nil
+	}
+	select {
+	case <-s.conn.executorDone: // nil for the handler's own executor
+		return nil // an injected executor closed: the loop ends the session
+	default:
 	}
 	s.conn.dropEmptyMaps()
 	parked := runParked

@@ -119,6 +119,19 @@ func (t *sessionTable) removeLocked(s *httpSession) {
 	}
 }
 
+// wakeOnClose starts the owner of every parked session once done (an
+// injected executor's) closes, so that each ends as a running one does; it
+// returns without waking any when the owner pool closes first.
+func (t *sessionTable) wakeOnClose(done <-chan struct{}) {
+	select {
+	case <-done:
+		for _, s := range t.all() {
+			s.wake()
+		}
+	case <-t.owners.closed:
+	}
+}
+
 func (t *sessionTable) all() []*httpSession {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -410,3 +410,26 @@ func TestSessionTableTakesIdle(t *testing.T) {
 		})
 	}
 }
+
+// sessionEnds is an Observer that reports each session's end.
+type sessionEnds chan SessionInfo
+
+func (sessionEnds) StartOperation(*OperationStart) OperationSpan { return nil }
+func (sessionEnds) SessionStarted(SessionInfo)                   {}
+func (e sessionEnds) SessionEnded(s SessionInfo)                 { e <- s }
+
+// An idle session ends when an injected executor closes, as a busy one
+// does, though its owner was parked.
+func TestHTTPIdleSessionEndsWhenTheExecutorCloses(t *testing.T) {
+	e := newTestExecutor(t, ExecutorOptions{})
+	ends := make(sessionEnds, 1)
+	s := newHTTPTestServer(t, nil, HTTPOptions{Executor: e, Observer: ends, Logger: quietLogger()})
+	id := s.legacySession(ProtocolVersion20251125, `{}`)[headerSessionID]
+	e.Close()
+	if got := waitFor(t, ends, "the session's end"); got.ID != id || got.ErrorType != "executor_closed" {
+		t.Fatalf("ended %+v, want session %s with error.type executor_closed", got, id)
+	}
+	if s.h.sessions.get(id) != nil {
+		t.Error("the session is still in the table")
+	}
+}
