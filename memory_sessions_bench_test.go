@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -206,4 +208,57 @@ func (l *sessionLoad) request(what, method, header string, check func(*http.Resp
 		l.b.Fatalf("%s: %v", what, err)
 	}
 	return c
+}
+
+// BenchmarkSessionHeap counts, in process, what 1000 idle sessions (made as
+// BenchmarkBinarySessionMemory makes them, over one keep-alive connection)
+// hold once the collector ran: heap bytes, stack bytes and goroutines, per
+// session. Run it with -memprofile and -memprofilerate 1 to see where the
+// heap bytes are:
+//
+//	go test -run '^$' -bench SessionHeap -benchtime 1x -memprofile mem.out -memprofilerate 1 .
+//	go tool pprof -sample_index=inuse_space -top mem.out
+func BenchmarkSessionHeap(b *testing.B) {
+	const sessions = 1000
+	for range b.N {
+		rt, err := NewRuntime(RuntimeOptions{ServerInfo: Implementation{Name: "bench", Version: "1"}, Tasks: TaskOptions{}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := registerReferenceCatalog(rt); err != nil {
+			b.Fatal(err)
+		}
+		h, err := NewHTTPHandler(rt, HTTPOptions{Logger: quietLogger()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		srv := httptest.NewServer(h)
+		load := &sessionLoad{b: b, s: &httpBenchServer{addr: strings.TrimPrefix(srv.URL, "http://")}}
+		client := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 1}}
+		initialize := func(n int) {
+			for range n {
+				id, err := load.post(client, "", sessionInitialize)
+				if err == nil {
+					_, err = load.post(client, id, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		initialize(16)
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		goroutines := runtime.NumGoroutine()
+		initialize(sessions)
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/sessions, "heap-B/session")
+		b.ReportMetric(float64(after.StackInuse-before.StackInuse)/sessions, "stack-B/session")
+		b.ReportMetric(float64(runtime.NumGoroutine()-goroutines)/sessions, "goroutines/session")
+		client.CloseIdleConnections()
+		srv.Close()
+		h.Close()
+	}
 }
