@@ -236,8 +236,9 @@ func (o *HTTPOptions) normalize() error {
 // Shutdown (with ConnState installed on the http.Server), or CloseStreams,
 // http.Server.Shutdown and Close in that order.
 //
-// Each initialize-era session is a connection owned by a goroutine of its
-// own (http_session.go); each 2026-07-28 POST is a connection owned by the
+// Each initialize-era session is a connection owned by one goroutine at a
+// time, which runs only while the session has work (http_session.go,
+// http_session_run.go); each 2026-07-28 POST is a connection owned by the
 // POST's goroutine (http_stateless.go). What the handler itself shares
 // between them is below, each part with its own lock and the reason for it.
 type HTTPHandler struct {
