@@ -189,7 +189,7 @@ func newDPoPGate(opts DPoPOptions, resource *url.URL, forwarded forwardedOrigin)
 		algs:      slices.Clone(algs),
 		algsParam: quoteAuthParam(strings.Join(algs, " ")),
 		window:    opts.ProofWindow,
-		ledger:    newProofLedger(opts.MaxProofs, httpClientShare(opts.MaxClientProofs, opts.MaxProofs)),
+		ledger:    newProofLedger(opts.MaxProofs, proofShare(opts.MaxClientProofs, opts.MaxProofs)),
 		nonceKey:  slices.Clone(opts.NonceKey),
 		origin:    resource.Scheme + "://" + resource.Host,
 		forwarded: forwarded,
@@ -331,4 +331,17 @@ func (d *dpopGate) nonceMAC(issued []byte) []byte {
 	mac.Write([]byte("mcpstdio DPoP nonce\x00"))
 	mac.Write(issued)
 	return mac.Sum(nil)[:16]
+}
+
+// proofShare is one principal's share of the replay ledger's maxProofs:
+// share as set, a quarter of maxProofs (rounded up) for 0, the whole when
+// negative.
+func proofShare(share, maxProofs int) int {
+	switch {
+	case share > 0:
+		return share
+	case share < 0:
+		return maxProofs
+	}
+	return (maxProofs + 3) / 4
 }

@@ -67,7 +67,7 @@ func ExampleNewHTTPHandler() {
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
-	srv := httptest.NewServer(mux) // in production: an http.Server with h.ConnState, see HTTPHandler.Shutdown
+	srv := httptest.NewServer(mux) // in production: an http.Server, drained with HTTPHandler.Shutdown
 	defer srv.Close()
 	// endregion mount
 	examplePost(srv.URL+"/mcp", "", "tools/call", "hello", `"name":"hello"`)

@@ -17,6 +17,7 @@ package main
 //     JSON-RPC batches (conn_batch.go).
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -65,16 +66,25 @@ type HTTPOptions struct {
 	// -32603 "Server subscription capacity exhausted".
 	MaxSubscriptions int
 	MaxListenStreams int
-	// MaxSessions limits live initialize-era sessions (default 1024); an
-	// initialize beyond it is refused 503 (a session idle for
-	// SessionIdleTimeout has ended by then).
+	// MaxSessions limits live initialize-era sessions (default 1024), which
+	// clients share work-conservingly: a client alone may create them all.
+	// At the cap an initialize takes the place of an idle session (no
+	// request running, no stream open): the longest-idle one of the client
+	// holding the most sessions, if that client holds at least two more
+	// than the newcomer's, else the newcomer's own client's longest-idle
+	// one. The session taken has ended: its client's next request is
+	// answered 404, as after SessionIdleTimeout. When no session can be
+	// taken the initialize is refused 503 with -32603 "Server session
+	// capacity exhausted".
 	MaxSessions int
-	// MaxClientSessions limits the live sessions one client created (0: a
-	// quarter of MaxSessions; negative: MaxSessions), so that one client
-	// keeping sessions open (with GET streams, say) cannot take them all;
-	// an initialize beyond it is refused 503 as beyond MaxSessions. The
-	// client is as for the executor's shares (see ClientKey): ClientKey's
-	// answer, else the principal, else the remote address.
+	// MaxClientSessions is one client's share of MaxSessions (0, the
+	// default: all of them; negative is invalid). It binds only at the cap,
+	// and only what a client takes from the others: a client holding fewer
+	// is waiting for room, and its initialize may take another client's
+	// idle session; one holding this many or more takes only its own idle
+	// sessions' places. The client is as for the executor's shares (see
+	// ClientKey): ClientKey's answer, else the principal, else the client
+	// address.
 	MaxClientSessions int
 	// SessionIdleTimeout ends a session with no request and no open stream
 	// for this long (default 30 minutes).
@@ -187,8 +197,8 @@ func (o *HTTPOptions) normalize() error {
 		return fmt.Errorf("mcpstdio: HTTPOptions.MaxReplayBytes must be positive, got %d", o.MaxReplayBytes)
 	case o.ReadBodyTimeout < 0:
 		return fmt.Errorf("mcpstdio: HTTPOptions.ReadBodyTimeout must be positive, got %v", o.ReadBodyTimeout)
-	case o.MaxClientConcurrency < 0 || o.MaxClientQueue < 0 || o.MaxClientInflightBytes < 0:
-		return errors.New("mcpstdio: HTTPOptions.MaxClientConcurrency, MaxClientQueue and MaxClientInflightBytes must not be negative (0 means the whole)")
+	case o.MaxClientConcurrency < 0 || o.MaxClientQueue < 0 || o.MaxClientInflightBytes < 0 || o.MaxClientSessions < 0:
+		return errors.New("mcpstdio: HTTPOptions.MaxClientConcurrency, MaxClientQueue, MaxClientInflightBytes and MaxClientSessions must not be negative (0 means the whole)")
 	case o.Executor != nil && (o.MaxConcurrency != 0 || o.MaxQueue != 0 || o.MaxInflightBytes != 0 ||
 		o.MaxClientConcurrency != 0 || o.MaxClientQueue != 0 || o.MaxClientInflightBytes != 0):
 		return errors.New("mcpstdio: HTTPOptions.MaxConcurrency, MaxQueue, MaxInflightBytes and the client shares apply only when the handler creates its executor")
@@ -227,8 +237,9 @@ func (o *HTTPOptions) normalize() error {
 // shuts down, call Shutdown (with, or before, the http.Server's), or Close
 // to stop at once.
 //
-// Each initialize-era session is a connection owned by a goroutine of its
-// own (http_session.go); each 2026-07-28 POST is a connection owned by the
+// Each initialize-era session is a connection owned by one goroutine at a
+// time, which runs only while the session has work (http_session.go,
+// http_session_run.go); each 2026-07-28 POST is a connection owned by the
 // POST's goroutine (http_stateless.go). What the handler itself shares
 // between them is below, each part with its own lock and the reason for it.
 type HTTPHandler struct {
@@ -286,16 +297,18 @@ func NewHTTPHandler(d Dispatcher, opts HTTPOptions) (*HTTPHandler, error) {
 		}
 		h.auth = gate
 	}
-	h.sessions = sessionTable{max: opts.MaxSessions, perClient: httpClientShare(opts.MaxClientSessions, opts.MaxSessions), byID: make(map[string]*httpSession), byClient: make(map[clientName]int)}
+	h.sessions = sessionTable{max: opts.MaxSessions, perClient: cmp.Or(opts.MaxClientSessions, opts.MaxSessions), epoch: time.Now(), owners: newOwnerPool(), byID: make(map[string]*httpSession), byClient: make(map[clientName]int)}
 	h.replay = replayBudget{total: int64(opts.MaxReplayBytes), kept: make(map[*httpSession]int64)}
 	h.listens = clientQuota{perClient: opts.MaxSubscriptions, total: opts.MaxListenStreams, held: make(map[string]int)}
-	h.changes.boxes = make(map[*changeBox]struct{})
+	h.changes.boxes = make(map[changeReceiver]struct{})
 	if h.executor == nil {
 		e, err := NewExecutor(opts.executorOptions())
 		if err != nil {
 			return nil, fmt.Errorf("mcpstdio: %w", err)
 		}
 		h.executor, h.ownsExec = e, true
+	} else {
+		go h.sessions.wakeOnClose(h.executor.Done())
 	}
 	h.clients.init(h.executor)
 	if src, ok := d.(ChangeSource); ok {
@@ -324,6 +337,7 @@ func (h *HTTPHandler) Close() {
 		for _, s := range h.sessions.all() {
 			s.stop()
 		}
+		h.sessions.owners.close()
 		if h.ownsExec {
 			h.executor.Close()
 		}

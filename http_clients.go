@@ -201,19 +201,6 @@ func (o *HTTPOptions) executorOptions() ExecutorOptions {
 		MaxClientConcurrency: o.MaxClientConcurrency, MaxClientQueue: o.MaxClientQueue, MaxClientInflightBytes: o.MaxClientInflightBytes}
 }
 
-// httpClientShare is a client's share of limit for an HTTPOptions field
-// that keeps its own rule (MaxClientSessions): as set, a quarter of limit
-// (rounded up) for 0, the whole when negative.
-func httpClientShare(share, limit int) int {
-	switch {
-	case share > 0:
-		return share
-	case share < 0:
-		return limit
-	}
-	return (limit + 3) / 4
-}
-
 // bodyChunk is the first reservation of a body of unknown length (chunked),
 // which then doubles as it arrives.
 const bodyChunk = 64 << 10

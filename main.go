@@ -113,7 +113,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		c.trustedProxies = p
 		return err
 	})
-	fs.IntVar(&c.maxClientSessions, "max-client-sessions", 0, "with -http, live sessions one client may have created (0: a quarter of -http-max-sessions)")
+	fs.IntVar(&c.maxClientSessions, "max-client-sessions", 0, "with -http, sessions one client may hold by taking the places of other clients' idle sessions at the cap of -http-max-sessions; alone it may create them all (0: all of them)")
 	c.http.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return c, err
