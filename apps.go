@@ -42,9 +42,15 @@ const (
 
 const (
 	appURIPrefix = "ui://"
-	// toolUIMetaKey is the _meta member of a tool, and of an app's resource
-	// and contents, that carries the extension's settings.
-	toolUIMetaKey = "ui"
+	// uiMetaKey is the _meta member of a tool, and of an app's resource and
+	// contents, that carries the extension's settings; a tool's has the
+	// members resourceURIKey and visibilityKey (ToolUI).
+	uiMetaKey      = "ui"
+	resourceURIKey = "resourceUri"
+	visibilityKey  = "visibility"
+	// mimeTypesKey is the member of the extension's settings in
+	// capabilities that lists the MIME types of apps.
+	mimeTypesKey = "mimeTypes"
 	// flatResourceURIMetaKey is the tool _meta key the extension deprecates
 	// for _meta.ui.resourceUri. Hosts in use read only it, so a linked tool
 	// carries both.
@@ -158,12 +164,12 @@ func LinkApp(tool Tool, ui ToolUI) (Tool, error) {
 	if err != nil {
 		return tool, fmt.Errorf("linking tool %q: %w", tool.Name, err)
 	}
-	for _, key := range []string{toolUIMetaKey, flatResourceURIMetaKey} {
+	for _, key := range []string{uiMetaKey, flatResourceURIMetaKey} {
 		if _, taken := members[key]; taken {
 			return tool, fmt.Errorf("linking tool %q: its _meta has %q already", tool.Name, key)
 		}
 	}
-	if members[toolUIMetaKey], err = marshalJSON(ui); err != nil {
+	if members[uiMetaKey], err = marshalJSON(ui); err != nil {
 		return tool, fmt.Errorf("linking tool %q: %w", tool.Name, err)
 	}
 	if ui.ResourceURI != "" {
@@ -255,7 +261,7 @@ func (rt *Runtime) AddApp(app App) error {
 }
 
 // appsSettings are the settings a Runtime declares the extension with.
-const appsSettings = `{"mimeTypes":["` + AppMIMEType + `"]}`
+const appsSettings = `{"` + mimeTypesKey + `":["` + AppMIMEType + `"]}`
 
 // RemoveApp stops serving the app at uri. It fails, and removes nothing,
 // when no app is served at uri or a registered tool links to it (remove
@@ -314,7 +320,7 @@ func newAppEntry(app App) (*resourceEntry, error) {
 	}
 	var meta json.RawMessage
 	if string(ui) != "{}" {
-		meta, _ = marshalJSON(map[string]json.RawMessage{toolUIMetaKey: ui}) // ui is valid JSON
+		meta, _ = marshalJSON(map[string]json.RawMessage{uiMetaKey: ui}) // ui is valid JSON
 	}
 	contents := []ResourceContents{{URI: app.URI, MIMEType: AppMIMEType, Text: app.HTML, Meta: meta}}
 	return &resourceEntry{
@@ -424,7 +430,7 @@ func (rt *Runtime) checkAppLink(tool *Tool) error {
 	if err != nil {
 		return err
 	}
-	uiRaw, hasUI := members[toolUIMetaKey]
+	uiRaw, hasUI := members[uiMetaKey]
 	flatRaw, hasFlat := members[flatResourceURIMetaKey]
 	if !hasUI && !hasFlat {
 		return nil
@@ -434,12 +440,12 @@ func (rt *Runtime) checkAppLink(tool *Tool) error {
 		return errors.New("_meta.ui must be a JSON object")
 	}
 	var link ToolUI
-	if raw, ok := ui["resourceUri"]; ok {
+	if raw, ok := ui[resourceURIKey]; ok {
 		if link.ResourceURI, ok = decodeString(raw); !ok {
 			return errors.New("_meta.ui.resourceUri must be a string")
 		}
 	}
-	if raw, ok := ui["visibility"]; ok {
+	if raw, ok := ui[visibilityKey]; ok {
 		if json.Unmarshal(raw, &link.Visibility) != nil || link.Visibility == nil {
 			return errors.New("_meta.ui.visibility must be an array of strings")
 		}
@@ -458,8 +464,8 @@ func (rt *Runtime) checkAppLink(tool *Tool) error {
 			if err := checkAppURI(flat); err != nil {
 				return fmt.Errorf("_meta[%q]: %w", flatResourceURIMetaKey, err)
 			}
-			link.ResourceURI, ui["resourceUri"], changed = flat, flatRaw, true
-			members[toolUIMetaKey], _ = marshalJSON(ui) // its members are valid JSON
+			link.ResourceURI, ui[resourceURIKey], changed = flat, flatRaw, true
+			members[uiMetaKey], _ = marshalJSON(ui) // its members are valid JSON
 		case flat != link.ResourceURI:
 			return fmt.Errorf("_meta[%q] is %q, but _meta.ui.resourceUri is %q", flatResourceURIMetaKey, flat, link.ResourceURI)
 		}
@@ -488,8 +494,8 @@ func toolAppURI(meta json.RawMessage) (string, bool) {
 	if !isJSONObject(meta) {
 		return "", false
 	}
-	if ui := jsonObject(meta).get(toolUIMetaKey); isJSONObject(ui) {
-		if uri, ok := decodeString(jsonObject(ui).get("resourceUri")); ok {
+	if ui := jsonObject(meta).get(uiMetaKey); isJSONObject(ui) {
+		if uri, ok := decodeString(jsonObject(ui).get(resourceURIKey)); ok {
 			return uri, true
 		}
 	}
@@ -507,7 +513,7 @@ func (r *HandlerRequest) ClientAppMIMETypes() []string {
 		settings = extensionSettings(jsonObject(r.Meta).get(metaKeyClientCapabilities), AppsExtension)
 	}
 	var types []string
-	for _, raw := range arrayElements(jsonObject(settings).get("mimeTypes")) {
+	for _, raw := range arrayElements(jsonObject(settings).get(mimeTypesKey)) {
 		if t, ok := decodeString(raw); ok {
 			types = append(types, t)
 		}
