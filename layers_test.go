@@ -224,17 +224,21 @@ func TestCoreServesStdioAlone(t *testing.T) {
 	checkGoldenLines(t, "testdata/core/echo.out.jsonl", out)
 }
 
-// TestCopyCoreWithTasks copies the core and one feature with copy.sh and
+// TestCopyCoreWithAFeature copies the core and one feature with copy.sh and
 // vets the copy: a feature needs the core and nothing else it does not name.
-func TestCopyCoreWithTasks(t *testing.T) {
+func TestCopyCoreWithAFeature(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a copy of the core")
 	}
-	dir, printed := copyWithScript(t, "mcptasks", "tasks")
-	if !strings.Contains(printed, "\ntasks ") {
-		t.Errorf("copy.sh printed %q, want a line for tasks", printed)
+	for _, feature := range []string{"tasks", "apps"} {
+		t.Run(feature, func(t *testing.T) {
+			dir, printed := copyWithScript(t, "mcp"+feature, feature)
+			if !strings.Contains(printed, "\n"+feature+" ") {
+				t.Errorf("copy.sh printed %q, want a line for %s", printed, feature)
+			}
+			goCommand(t, dir, "vet", "./...")
+		})
 	}
-	goCommand(t, dir, "vet", "./...")
 	if _, err := exec.Command("sh", "copy.sh", t.TempDir(), "x", "nosuchfeature").CombinedOutput(); err == nil {
 		t.Error("copy.sh copied a feature no file is named for")
 	}

@@ -70,6 +70,7 @@ func registerReferenceCatalog(rt *Runtime) error {
 		return fmt.Errorf("reference catalog: %w", err)
 	}
 	steps := []func(*Runtime, referenceMedia) error{
+		registerReferenceApp, // before the echo tool, which links to it
 		registerReferenceTools,
 		registerReferenceResources,
 		registerReferencePrompts,
@@ -90,7 +91,13 @@ func registerReferenceCatalog(rt *Runtime) error {
 func registerReferenceTools(rt *Runtime, m referenceMedia) error {
 	// The tools that only build their answer run inline, on the connection's
 	// owner (Tool.Inline); sleep and the one that asks the client do not.
-	echo := inlineTool(referenceTool("echo", "Returns the given text unchanged, as one text content block", echoSchema))
+	// echo's results show in its app on hosts that render apps
+	// (main_apps.go); every host gets the text.
+	echo, err := LinkApp(inlineTool(referenceTool("echo", "Returns the given text unchanged, as one text content block", echoSchema)),
+		ToolUI{ResourceURI: echoAppURI})
+	if err != nil {
+		return err
+	}
 	if err := rt.AddTool(echo, echoText); err != nil {
 		return err
 	}
