@@ -137,16 +137,20 @@ func NewIntrospectionVerifier(opts IntrospectionVerifierOptions) (*Introspection
 const (
 	reasonInactive     = "the access token is not active"
 	reasonUncheckable  = "the authorization server could not check the access token"
-	reasonNotBearer    = "the access token is not a bearer access token"
+	reasonNotBearer    = "the access token is neither a bearer nor a DPoP-bound access token"
 	reasonIntrospected = "the authorization server's answer about the access token is malformed"
 )
 
 // VerifyToken asks the authorization server about token (or reuses its
 // answer of the last CacheTTL) and accepts it when the answer says active,
 // names this resource among its audiences and the configured issuer, is
-// within its validity period and names a subject or client. When the
-// server cannot be asked, the token is refused (not cached), so that the
-// next request asks again. Every refusal is a *TokenError.
+// within its validity period and names a subject or client. An answer with
+// a cnf passes only when the token is DPoP-bound (cnf holds jkt alone, and
+// a token_type, if any, is DPoP); the Principal's Claims keep it, for the
+// HTTP handler's authorization to check against the request's DPoP proof
+// (AuthOptions.DPoP). When the server cannot be asked, the token is
+// refused (not cached), so that the next request asks again. Every
+// refusal is a *TokenError.
 func (v *IntrospectionVerifier) VerifyToken(ctx context.Context, token string) (*Principal, error) {
 	key := sha256.Sum256([]byte(token))
 	now := v.now()
@@ -213,10 +217,13 @@ func (v *IntrospectionVerifier) judge(body []byte, now time.Time) (*Principal, s
 	if err := json.Unmarshal(body, &in); err != nil {
 		return nil, reasonIntrospected
 	}
+	jkt, checkable := dpopBinding(in.Cnf)
 	switch {
 	case in.Active == nil || !*in.Active:
 		return nil, reasonInactive
-	case in.TokenType != nil && !strings.EqualFold(*in.TokenType, authSchemeBearer):
+	case !checkable:
+		return nil, reasonBound
+	case in.TokenType != nil && !tokenTypeFits(*in.TokenType, jkt):
 		return nil, reasonNotBearer
 	case in.Iss != nil && *in.Iss != v.issuer:
 		return nil, reasonIssuer
@@ -226,8 +233,6 @@ func (v *IntrospectionVerifier) judge(body []byte, now time.Time) (*Principal, s
 		return nil, reasonExpired
 	case in.Nbf != nil && (!finite(*in.Nbf) || now.Add(v.skew).Before(unixTime(*in.Nbf))):
 		return nil, reasonNotYetValid
-	case in.Cnf != nil:
-		return nil, reasonBound
 	}
 	p := &Principal{Issuer: v.issuer, Claims: bytes.Clone(body)}
 	if in.Sub != nil {
@@ -246,6 +251,16 @@ func (v *IntrospectionVerifier) judge(body []byte, now time.Time) (*Principal, s
 		return nil, reasonNoSubject
 	}
 	return p, ""
+}
+
+// tokenTypeFits reports whether an introspection answer's token_type fits
+// the binding it names: Bearer without one, DPoP with a key's thumbprint
+// (RFC 9449 §6.2).
+func tokenTypeFits(tokenType, jkt string) bool {
+	if jkt == "" {
+		return strings.EqualFold(tokenType, authSchemeBearer)
+	}
+	return strings.EqualFold(tokenType, introspectionTypeDPoP)
 }
 
 // introspectionCache keeps introspection answers by the token's SHA-256 (the

@@ -174,7 +174,7 @@ const (
 	reasonExpired     = "the access token has expired"
 	reasonNotYetValid = "the access token is not valid yet"
 	reasonNoSubject   = "the access token names neither a subject nor a client"
-	reasonBound       = "the access token is bound to a key (cnf), which this server cannot check"
+	reasonBound       = "the access token is bound to a key (cnf) in a way this server does not check"
 	reasonNoKey       = "no key of the issuer verifies the access token"
 	reasonSignature   = "the access token's signature is invalid"
 )
@@ -183,7 +183,10 @@ const (
 // algorithm (and typ at+jwt), whose claims name the issuer, this resource
 // among its audiences, a subject or client, and a validity period that
 // includes now (give or take the clock skew), and whose signature one of
-// the issuer's keys for that algorithm verifies. A token naming a key not
+// the issuer's keys for that algorithm verifies. A token with a cnf claim
+// passes only when it is DPoP-bound (cnf holds jkt alone); the Principal's
+// Claims keep cnf, which the HTTP handler's authorization checks against
+// the request's DPoP proof (AuthOptions.DPoP). A token naming a key not
 // held fetches the keys again (at most once per RefreshInterval); when the
 // issuer cannot be reached the keys held are used. Every refusal is a
 // *TokenError.
@@ -273,7 +276,7 @@ func (v *JWTVerifier) checkClaims(payload []byte) (*Principal, error) {
 	if c.Iat != nil && (!finite(*c.Iat) || now.Add(v.skew).Before(unixTime(*c.Iat))) {
 		return nil, tokenError(reasonNotYetValid, errors.New("issued in the future"))
 	}
-	if c.Cnf != nil {
+	if _, ok := dpopBinding(c.Cnf); !ok {
 		return nil, tokenError(reasonBound, nil)
 	}
 	p := &Principal{Issuer: *c.Iss, ExpiresAt: unixTime(*c.Exp), Claims: bytes.Clone(payload)}

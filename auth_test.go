@@ -37,6 +37,21 @@ var testPrincipals = staticVerifier{
 // the gate with testPrincipals, mcp:read required and mcp:admin for echo.
 func newAuthTestServer(t *testing.T, opts HTTPOptions) *httpTestServer {
 	t.Helper()
+	opts.Logger = quietLogger()
+	opts.Auth = &AuthOptions{
+		Resource:             testResource,
+		AuthorizationServers: []string{"https://as.example.test"},
+		Verifier:             testPrincipals,
+		Scopes:               []string{"mcp:read"},
+		ToolScopes:           map[string][]string{"echo": {"mcp:admin"}},
+	}
+	return newHTTPTestServer(t, newWhoamiRuntime(t), opts)
+}
+
+// newWhoamiRuntime is the reference catalog plus a "whoami" tool, which
+// answers the principal of its request and its scopes.
+func newWhoamiRuntime(t *testing.T) *Runtime {
+	t.Helper()
 	rt := newHTTPCatalogRuntime(t)
 	err := rt.AddTool(Tool{Name: "whoami"}, func(ctx context.Context, req *HandlerRequest) (*ToolResult, error) {
 		fromCtx := PrincipalFromContext(ctx)
@@ -48,15 +63,7 @@ func newAuthTestServer(t *testing.T, opts HTTPOptions) *httpTestServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts.Logger = quietLogger()
-	opts.Auth = &AuthOptions{
-		Resource:             testResource,
-		AuthorizationServers: []string{"https://as.example.test"},
-		Verifier:             testPrincipals,
-		Scopes:               []string{"mcp:read"},
-		ToolScopes:           map[string][]string{"echo": {"mcp:admin"}},
-	}
-	return newHTTPTestServer(t, rt, opts)
+	return rt
 }
 
 // bearer returns header with Authorization: Bearer token added.
@@ -299,7 +306,7 @@ func TestNewHTTPHandlerValidatesAuth(t *testing.T) {
 // fields RFC 9728 names, ScopesSupported overriding the default.
 func TestAuthMetadataDocumentFields(t *testing.T) {
 	g, err := newAuthGate(&AuthOptions{Resource: "https://x.example/", AuthorizationServers: []string{"https://as.example"}, Verifier: testPrincipals,
-		ScopesSupported: []string{"a"}, Scopes: []string{"b"}, ResourceName: "X"})
+		ScopesSupported: []string{"a"}, Scopes: []string{"b"}, ResourceName: "X"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -341,6 +341,22 @@ type workResult struct {
 // messages held.
 func (c *connection) pending() int { return c.byID.len() + len(c.untracked) + len(c.held) }
 
+// dropEmptyMaps lets go of the maps of executions and server-to-client
+// requests when they hold none: an empty map keeps what it grew to, which
+// a connection that waits long for its next message (a parked HTTP
+// session) need not hold. The next message makes them again.
+func (c *connection) dropEmptyMaps() {
+	if c.byID.len() == 0 {
+		c.byID.m = nil
+	}
+	if len(c.untracked) == 0 {
+		c.untracked = nil
+	}
+	if len(c.outgoing) == 0 {
+		c.outgoing = nil
+	}
+}
+
 // close cancels all work still admitted; nothing more is written. Calls
 // waiting on the connection fail.
 func (c *connection) close() {
@@ -384,9 +400,9 @@ type message struct {
 	space *runtimeExecution
 }
 
-// onMessage runs steps 3 to 7 of the per-line pipeline (SPEC §4) for m.
-// While an initialize is in flight the message is held instead of
-// submitted.
+// onMessage runs steps 3 to 7 of the per-line pipeline
+// (docs/explanation/contract.md, "The per-line pipeline") for m. While an
+// initialize is in flight the message is held instead of submitted.
 func (c *connection) onMessage(m message) error {
 	env, r := m.env, m.route
 	if c.acceptsBatch(m) {

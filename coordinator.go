@@ -114,11 +114,11 @@ func (c *coordinator) finished() (bool, error) {
 }
 
 // idle writes the frames taken since the last wait (a direct writer's; a
-// writing goroutine has them already), unless the source is about to hand
-// over a line it has already read and the coordinator will take it: the
-// frames then go out with that line's, in one write, as a client that sent
-// several lines in one write gets them (SPEC §3 lets frames that become
-// ready between two waits go out together). The wait is the source's
+// writing goroutine has them already), unless the source is about to hand over
+// a line it has already read and the coordinator will take it: the frames then
+// go out with that line's, in one write, as a client that sent several lines in
+// one write gets them (docs/explanation/contract.md, "Framing" lets frames that
+// become ready between two waits go out together). The wait is the source's
 // decoding of one line; the frames held stay under aheadBytes (input).
 func (c *coordinator) idle() error {
 	if c.moreComing && c.input() != nil {

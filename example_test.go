@@ -57,6 +57,7 @@ func ExampleAddTypedTool() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	// region typed-tool
 	type sumIn struct {
 		Numbers []float64 `json:"numbers" jsonschema:"The numbers to add"`
 	}
@@ -71,6 +72,7 @@ func ExampleAddTypedTool() {
 			}
 			return out, nil
 		})
+	// endregion typed-tool
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -105,6 +107,7 @@ func ExampleNewMemoryTransport() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	// region memory
 	tr, client, err := NewMemoryTransport(rt, Options{})
 	if err != nil {
 		log.Fatal(err)
@@ -129,6 +132,8 @@ func ExampleNewMemoryTransport() {
 
 	client.Close() // end of input: Serve answers what it admitted and returns
 	fmt.Println(<-served)
+	// endregion memory
+
 	// Output:
 	// Hello, Ada
 	// <nil>

@@ -1,8 +1,9 @@
 package main
 
 // The executor: transport-neutral admission, FIFO queue, per-job deadlines and
-// cancellation (SPEC §5). It knows nothing of JSON-RPC. Several transports share
-// one Executor; each gets a submitter whose keys are scoped to it.
+// cancellation (docs/explanation/contract.md, "Executor"). It knows nothing of
+// JSON-RPC. Several transports share one Executor; each gets a submitter whose
+// keys are scoped to it.
 //
 // Concurrency design, in short:
 //   - One mutex (Executor.mu) guards all bookkeeping. Every race between a job's

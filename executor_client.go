@@ -14,7 +14,7 @@ import (
 // its share of the executor (ExecutorOptions.MaxClientConcurrency,
 // MaxClientQueue, MaxClientInflightBytes).
 //
-// Sharing is work-conserving (SPEC §5):
+// Sharing is work-conserving (docs/explanation/contract.md, "Executor"):
 //   - A client alone may use the whole executor: every slot, the whole
 //     queue, the whole byte budget. A job starts whenever a slot is free;
 //     no job ever waits while a slot is free.

@@ -50,10 +50,11 @@ func (w *shareWorld) next(want string) {
 	}
 }
 
-// The work-conserving rules of SPEC §5, each from a known state reached
-// with channels only: a client alone takes everything; under contention a
-// freed slot goes to the client running fewest, and a client's share keeps
-// room (of the queue, of the bytes) only for the others that are waiting.
+// The work-conserving rules of docs/explanation/contract.md, "Executor", each
+// from a known state reached with channels only: a client alone takes
+// everything; under contention a freed slot goes to the client running fewest,
+// and a client's share keeps room (of the queue, of the bytes) only for the
+// others that are waiting.
 func TestWorkConservingShares(t *testing.T) {
 	tests := []struct {
 		name string

@@ -17,6 +17,7 @@ package main
 //     JSON-RPC batches (conn_batch.go).
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -67,16 +68,24 @@ type HTTPOptions struct {
 	// -32603 "Server subscription capacity exhausted".
 	MaxSubscriptions int
 	MaxListenStreams int
-	// MaxSessions limits live initialize-era sessions (default 1024); an
-	// initialize beyond it is refused 503 (a session idle for
-	// SessionIdleTimeout has ended by then).
+	// MaxSessions limits live initialize-era sessions (default 1024), which
+	// clients share work-conservingly: a client alone may create them all.
+	// At the cap an initialize takes the place of an idle session (no
+	// request running, no stream open): the longest-idle one of the client
+	// holding the most sessions, if that client holds at least two more
+	// than the newcomer's, else the newcomer's own client's longest-idle
+	// one. The session taken has ended: its client's next request is
+	// answered 404, as after SessionIdleTimeout. When no session can be
+	// taken the initialize is refused 503 with -32603 "Server session
+	// capacity exhausted".
 	MaxSessions int
-	// MaxClientSessions limits the live sessions one client created (0: a
-	// quarter of MaxSessions; Unlimited: MaxSessions), so that one client
-	// keeping sessions open (with GET streams, say) cannot take them all;
-	// an initialize beyond it is refused 503 as beyond MaxSessions. The
-	// client is as for the executor's shares (see ClientKey): ClientKey's
-	// answer, else the principal, else the remote address.
+	// MaxClientSessions is one client's share of MaxSessions (0, the
+	// default: all of them). It binds only at the cap, and only what a
+	// client takes from the others: a client holding fewer is waiting for
+	// room, and its initialize may take another client's idle session; one
+	// holding this many or more takes only its own idle sessions' places.
+	// The client is as for the executor's shares (see ClientKey):
+	// ClientKey's answer, else the principal, else the client address.
 	MaxClientSessions int
 	// SessionIdleTimeout ends a session with no request and no open stream
 	// for this long (default 30 minutes).
@@ -84,9 +93,10 @@ type HTTPOptions struct {
 	// KeepAlive is the period of SSE comments on long-lived streams (GET
 	// streams and subscriptions/listen), default 20s.
 	KeepAlive time.Duration
-	// WriteTimeout bounds each write of an SSE stream (default 5s, as
-	// Options.WriteTimeout): a stream whose client stops reading fails, and
-	// its request is then served as one whose client left.
+	// WriteTimeout bounds each write of an answer, a JSON body or an SSE
+	// event (default 5s, as Options.WriteTimeout): a response whose client
+	// takes none of it for that long fails, and its request is then served
+	// as one whose client left.
 	WriteTimeout time.Duration
 	// SSERetry is the reconnection delay an initialize-era SSE stream
 	// announces in its retry field (default 2s).
@@ -96,7 +106,8 @@ type HTTPOptions struct {
 	// those of all sessions together (default 64 MiB). The bytes counted are
 	// the events' JSON frames, from when an event is sent (or queued for a
 	// GET stream not connected) until its stream is dropped: its response
-	// was delivered, or it ended and is the oldest of maxSessionStreams.
+	// was delivered, or it ended and is no longer among the ended streams a
+	// session keeps (docs/reference/bounds.md).
 	// Beyond a bound the oldest ended streams go first, then the oldest
 	// events (beyond MaxReplayBytes, those of the session keeping the
 	// most); the event being sent is always kept. A Last-Event-ID whose
@@ -160,7 +171,8 @@ type HTTPOptions struct {
 	Observer Observer
 
 	// Auth, when set, makes the endpoint an OAuth 2.1 resource server
-	// (auth.go): every request needs a valid bearer token.
+	// (auth.go): every request needs a valid access token, a bearer token
+	// or (with AuthOptions.DPoP) a DPoP-bound one with its proof.
 	Auth *AuthOptions
 }
 
@@ -171,7 +183,7 @@ func (o *HTTPOptions) normalize() error {
 		checkOption("HTTPOptions.MaxSubscriptions", o.MaxSubscriptions),
 		checkOption("HTTPOptions.MaxListenStreams", o.MaxListenStreams),
 		checkOption("HTTPOptions.MaxSessions", o.MaxSessions),
-		checkOption("HTTPOptions.MaxClientSessions", o.MaxClientSessions, Unlimited),
+		checkOption("HTTPOptions.MaxClientSessions", o.MaxClientSessions),
 		checkOption("HTTPOptions.SessionIdleTimeout", o.SessionIdleTimeout),
 		checkOption("HTTPOptions.KeepAlive", o.KeepAlive),
 		checkOption("HTTPOptions.WriteTimeout", o.WriteTimeout),
@@ -219,8 +231,9 @@ func (o *HTTPOptions) normalize() error {
 // shuts down, call Shutdown (with, or before, the http.Server's), or Close
 // to stop at once.
 //
-// Each initialize-era session is a connection owned by a goroutine of its
-// own (http_session.go); each 2026-07-28 POST is a connection owned by the
+// Each initialize-era session is a connection owned by one goroutine at a
+// time, which runs only while the session has work (http_session.go,
+// http_session_run.go); each 2026-07-28 POST is a connection owned by the
 // POST's goroutine (http_stateless.go). What the handler itself shares
 // between them is below, each part with its own lock and the reason for it.
 type HTTPHandler struct {
@@ -272,22 +285,24 @@ func NewHTTPHandler(d Dispatcher, opts HTTPOptions) (*HTTPHandler, error) {
 	}
 	h.runtime, _ = d.(*Runtime)
 	if opts.Auth != nil {
-		gate, err := newAuthGate(opts.Auth)
+		gate, err := newAuthGate(opts.Auth, h.forwardedOrigin)
 		if err != nil {
 			return nil, err
 		}
 		h.auth = gate
 	}
-	h.sessions = sessionTable{max: opts.MaxSessions, perClient: httpClientShare(opts.MaxClientSessions, opts.MaxSessions), byID: make(map[string]*httpSession), byClient: make(map[clientName]int)}
+	h.sessions = sessionTable{max: opts.MaxSessions, perClient: cmp.Or(opts.MaxClientSessions, opts.MaxSessions), epoch: time.Now(), owners: newOwnerPool(), byID: make(map[string]*httpSession), byClient: make(map[clientName]int)}
 	h.replay = replayBudget{total: int64(opts.MaxReplayBytes), kept: make(map[*httpSession]int64)}
 	h.listens = clientQuota{perClient: opts.MaxSubscriptions, total: opts.MaxListenStreams, held: make(map[string]int)}
-	h.changes.boxes = make(map[*changeBox]struct{})
+	h.changes.boxes = make(map[changeReceiver]struct{})
 	if h.executor == nil {
 		e, err := NewExecutor(opts.executorOptions())
 		if err != nil {
 			return nil, fmt.Errorf("mcpstdio: %w", err)
 		}
 		h.executor, h.ownsExec = e, true
+	} else {
+		go h.sessions.wakeOnClose(h.executor.done)
 	}
 	h.clients.init(h.executor)
 	if src, ok := d.(ChangeSource); ok {
@@ -316,6 +331,7 @@ func (h *HTTPHandler) Close() {
 		for _, s := range h.sessions.all() {
 			s.stop()
 		}
+		h.sessions.owners.close()
 		if h.ownsExec {
 			h.executor.Close()
 		}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -27,8 +28,9 @@ import (
 // holds it that long; a body that does not fit is refused 503 (see
 // refuseUnread).
 //
-// The shares are work-conserving (SPEC §5, ExecutorOptions): a client alone
-// may use the whole executor; the shares bind only while other clients wait.
+// The shares are work-conserving (docs/explanation/contract.md, "Executor",
+// ExecutorOptions): a client alone may use the whole executor; the shares bind
+// only while other clients wait.
 
 // clientTable holds the executor clients of the handler's POSTs by name. An
 // entry lives while a POST uses it or its client still holds something (a
@@ -197,19 +199,6 @@ func (h *HTTPHandler) initSubmitterFor(sub *submitter, client *executorClient) {
 func (o *HTTPOptions) executorOptions() ExecutorOptions {
 	return ExecutorOptions{MaxConcurrency: o.MaxConcurrency, MaxQueue: o.MaxQueue, MaxInflightBytes: o.MaxInflightBytes,
 		MaxClientConcurrency: o.MaxClientConcurrency, MaxClientQueue: o.MaxClientQueue, MaxClientInflightBytes: o.MaxClientInflightBytes}
-}
-
-// httpClientShare is a client's share of limit for an HTTPOptions field
-// that keeps its own rule (MaxClientSessions): as set, a quarter of limit
-// (rounded up) for 0, the whole for Unlimited.
-func httpClientShare(share, limit int) int {
-	switch {
-	case share > 0:
-		return share
-	case share == Unlimited:
-		return limit
-	}
-	return (limit + 3) / 4
 }
 
 // bodyChunk is the first reservation of a body of unknown length (chunked),
@@ -383,16 +372,58 @@ func (h *HTTPHandler) ClientAddress(r *http.Request) string {
 		}
 		return host
 	}
-	hops := forwardedHops(r.Header)
-	current := peer
-	for i := len(hops) - 1; i >= 0 && h.trusted(current); i-- {
+	client, _ := h.walkHops(peer, forwardedHops(r.Header))
+	return client.String()
+}
+
+// walkHops walks the hops a request was forwarded for from the right,
+// starting from its peer, each believed while the hop that reported it is
+// trusted (see ClientAddress). It returns the client's address and the
+// index of the hop reported by the proxy facing the client: -1 when the
+// peer is not a trusted proxy or there are no hops.
+func (h *HTTPHandler) walkHops(peer netip.Addr, hops []string) (client netip.Addr, reported int) {
+	client, reported = peer, -1
+	for i := len(hops) - 1; i >= 0 && h.trusted(client); i-- {
+		reported = i
 		hop, ok := parseHostAddr(hops[i])
 		if !ok {
 			break
 		}
-		current = hop
+		client = hop
 	}
-	return current.String()
+	return client, reported
+}
+
+// forwardedOrigin returns the scheme and host r was addressed to, as the
+// trusted proxy facing the client reports them in its element of the
+// Forwarded header (proto= and host=, RFC 7239): "" for each it does not
+// report or reports malformed. Only Forwarded counts (X-Forwarded-Proto
+// and X-Forwarded-Host are not read); a request whose peer is not one of
+// HTTPOptions.TrustedProxies gets "" for both.
+func (h *HTTPHandler) forwardedOrigin(r *http.Request) (scheme, host string) {
+	if len(h.opts.TrustedProxies) == 0 {
+		return "", ""
+	}
+	peer, ok := parseHostAddr(hostWithoutPort(r.RemoteAddr))
+	if !ok {
+		return "", ""
+	}
+	elements := forwardedElements(r.Header)
+	hops := make([]string, len(elements))
+	for i, e := range elements {
+		hops[i] = e.forHop
+	}
+	_, i := h.walkHops(peer, hops)
+	if i < 0 {
+		return "", ""
+	}
+	if proto := strings.ToLower(elements[i].proto); proto == "http" || proto == "https" {
+		scheme = proto
+	}
+	if u, err := url.Parse("http://" + elements[i].host); err == nil && u.Host == elements[i].host && u.Path == "" && u.User == nil {
+		host = elements[i].host
+	}
+	return scheme, host
 }
 
 // trusted reports whether addr is in one of HTTPOptions.TrustedProxies.
@@ -413,18 +444,9 @@ func (h *HTTPHandler) trusted(addr netip.Addr) bool {
 // address).
 func forwardedHops(header http.Header) []string {
 	var hops []string
-	if lines := header.Values("Forwarded"); len(lines) > 0 {
-		for _, line := range lines {
-			for element := range strings.SplitSeq(line, ",") {
-				hop := ""
-				for pair := range strings.SplitSeq(element, ";") {
-					name, value, _ := strings.Cut(strings.TrimSpace(pair), "=")
-					if strings.EqualFold(name, "for") {
-						hop = strings.Trim(value, `"`)
-					}
-				}
-				hops = append(hops, hop)
-			}
+	if elements := forwardedElements(header); len(elements) > 0 {
+		for _, e := range elements {
+			hops = append(hops, e.forHop)
 		}
 		return hops
 	}
@@ -434,6 +456,38 @@ func forwardedHops(header http.Header) []string {
 		}
 	}
 	return hops
+}
+
+// forwardedElement is one element of a Forwarded header (RFC 7239): what
+// one proxy reported of the request it received. A parameter it does not
+// report is "".
+type forwardedElement struct {
+	forHop, host, proto string
+}
+
+// forwardedElements returns the elements of r's Forwarded header, left
+// (the proxy facing the client) to right; every line counts, in order.
+func forwardedElements(header http.Header) []forwardedElement {
+	var elements []forwardedElement
+	for _, line := range header.Values("Forwarded") {
+		for element := range strings.SplitSeq(line, ",") {
+			var e forwardedElement
+			for pair := range strings.SplitSeq(element, ";") {
+				name, value, _ := strings.Cut(strings.TrimSpace(pair), "=")
+				value = strings.Trim(value, `"`)
+				switch strings.ToLower(name) {
+				case "for":
+					e.forHop = value
+				case "host":
+					e.host = value
+				case "proto":
+					e.proto = value
+				}
+			}
+			elements = append(elements, e)
+		}
+	}
+	return elements
 }
 
 // parseHostAddr parses an IP address, with or without a port, an IPv6 one

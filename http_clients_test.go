@@ -506,45 +506,6 @@ func TestHTTPAnswerCountedUntilWritten(t *testing.T) {
 	}
 }
 
-// One client may create at most its share of the sessions (a quarter of
-// MaxSessions by default): beyond it its initialize is refused 503, while
-// another client still gets a session, and a session ended gives its place
-// back.
-func TestHTTPSessionsPerClient(t *testing.T) {
-	s := newHTTPTestServer(t, nil, HTTPOptions{MaxSessions: 8})
-	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
-	initFrom := func(c *http.Client) (int, string) {
-		resp, err := s.postWith(context.Background(), c, nil, strings.NewReader(init))
-		if err != nil {
-			t.Fatal(err)
-		}
-		readBody(t, resp)
-		return resp.StatusCode, resp.Header.Get(headerSessionID)
-	}
-	one := clientFrom(t, "127.0.0.1")
-	var first string
-	for i := range 2 {
-		status, id := initFrom(one)
-		if status != http.StatusOK || id == "" {
-			t.Fatalf("session %d of one client: status %d", i+1, status)
-		}
-		if first == "" {
-			first = id
-		}
-	}
-	if status, id := initFrom(one); status != http.StatusServiceUnavailable || id != "" {
-		t.Fatalf("a third session of one client: status %d, session %q; want 503", status, id)
-	}
-	if status, _ := initFrom(clientFrom(t, "127.0.0.2")); status != http.StatusOK {
-		t.Fatalf("another client's session: status %d", status)
-	}
-	resp := s.do(context.Background(), http.MethodDelete, map[string]string{headerSessionID: first}, "")
-	readBody(t, resp)
-	if status, _ := initFrom(one); status != http.StatusOK {
-		t.Fatalf("after one of its sessions ended: status %d, want a session", status)
-	}
-}
-
 // The 2026 listen streams of one client (MaxSubscriptions) are counted by
 // its client address: behind a trusted proxy, by the forwarded address, so
 // each user behind it has a quota of its own, and one user's second stream

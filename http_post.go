@@ -136,8 +136,9 @@ func (m *postedMessage) read(env envelope) {
 	}
 }
 
-// id returns the message's canonical id, "" when it has none or one that is
-// not tracked (SPEC §4): what an answer the transport writes itself echoes.
+// id returns the message's canonical id, "" when it has none or one that is not
+// tracked (docs/explanation/contract.md, "The per-line pipeline"): what an
+// answer the transport writes itself echoes.
 func (m *postedMessage) id() string {
 	if m.env.id == nil {
 		return ""

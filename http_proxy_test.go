@@ -16,7 +16,7 @@ import (
 )
 
 // The real command behind a real reverse proxy: HAProxy (Debian's haproxy
-// package) with the configuration the README recommends,
+// package) with the configuration docs/how-to/deploy.md recommends,
 // testdata/haproxy/haproxy.cfg. These tests run when MCPSTDIO_HAPROXY names
 // the haproxy binary ("1": the one on PATH), as .ci/haproxy does; without it
 // they skip.

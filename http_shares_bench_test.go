@@ -20,7 +20,7 @@ import (
 	"time"
 )
 
-// The loads of issue 25, against the real command with -http and default
+// Loads against the real command with -http and default
 // flags, from ONE client (one loopback address; through HAProxy, every
 // request comes from the proxy's): what a lone client gets of the server.
 //

@@ -2,13 +2,13 @@
 // output, or with -http over Streamable HTTP: every protocol version from
 // 2024-11-05 to 2026-07-28, and a catalog of tools, resources and prompts
 // (echo, sleep, and the fixtures of the official conformance suite). Run it
-// with -h for its flags.
+// with -h for its flags. It exits 0 after the end of its input and, with
+// -http, after a signal and the drain; 1 after an output failure, a fatal
+// error or, on stdio, a signal; 2 for bad flags.
 //
-// The command is this file and the main_*.go files (the reference catalog,
-// the HTTP wiring, the processors on stdio). Every other non-test file is
-// the library, which stands alone: copied into another package with its
-// package clause renamed, it compiles unchanged (README: "Use it as a
-// library").
+// The command is this file and the main_*.go files: the reference catalog,
+// the HTTP wiring, the processors on stdio. doc.go describes the library the
+// command is built on.
 package main
 
 import (
@@ -89,7 +89,7 @@ func newFlagSet(c *config, text *flagText, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("mcpstdio", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { printUsage(fs) }
-	optionVar(fs, &c.writeTimeout, "write-timeout", DefaultWriteTimeout, "limit of one write to stdout; a timed-out write ends the connection")
+	optionVar(fs, &c.writeTimeout, "write-timeout", DefaultWriteTimeout, "how long the client may take none of a frame of an answer (on stdout, or with -http of a response); then the connection (the response) ends")
 	optionVar(fs, &c.maxLineBytes, "max-line-bytes", DefaultMaxLineBytes, "limit of one input line, counting its newline")
 	optionVar(fs, &c.requestTimeout, "request-timeout", defaultJobTimeout, "deadline of each request from when it starts running (unlimited: no deadline)", Unlimited)
 	optionVar(fs, &c.maxConcurrency, "max-concurrency", defaultMaxConcurrency, "requests running at once")
@@ -132,7 +132,7 @@ func newFlagSet(c *config, text *flagText, stderr io.Writer) *flag.FlagSet {
 		c.trustedProxies = p
 		return err
 	})
-	optionVar(fs, &c.maxClientSessions, "max-client-sessions", 0, "with -http, live sessions one client may have created (0: a quarter of -http-max-sessions; unlimited: all of them)", Unlimited)
+	optionVar(fs, &c.maxClientSessions, "max-client-sessions", 0, "with -http, sessions one client may hold by taking the places of other clients' idle sessions at the cap of -http-max-sessions; alone it may create them all (0: all of them)")
 	c.http.register(fs)
 	return fs
 }
@@ -387,7 +387,7 @@ func memoryLimit(c config) int64 {
 // set, and logs the limit in effect (at debug level). The collector's
 // target stays Go's (GOGC, 100 by default): at 400 a stdio echo at window
 // 64 took about a quarter more CPU per call, and one call at a time a
-// third more time, than at 100 (limits.sh's interleaved pairs; its
+// third more time, than at 100 (bench/limits' interleaved pairs; its
 // larger heap walks through more fresh memory between collections).
 func setMemoryLimit(limit int64, logger *slog.Logger) {
 	if os.Getenv("GOMEMLIMIT") == "" {
@@ -402,7 +402,7 @@ func setMemoryLimit(limit int64, logger *slog.Logger) {
 // the collector ran about 55 cycles a second from 16 clients, and each
 // cycle's fixed cost (waking its workers, scanning every connection's
 // stack, shrinking the stacks that then grow again) was a tenth of the CPU
-// of a call. At 200, in limits.sh's interleaved pairs against rawhttp, a
+// of a call. At 200, in bench/limits' interleaved pairs against rawhttp, a
 // call took 34.5 µs of CPU instead of 38.7 from 16 clients in 2026-07-28
 // and 42.5 instead of 46.8 in sessions, one client's median latency did not
 // change, and the soft memory limit still bounds the heap. Stdio keeps Go's

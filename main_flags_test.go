@@ -114,7 +114,7 @@ func TestUsageStatesTheRule(t *testing.T) {
 // options the command builds what their zero values give, and the values
 // the command uses itself their defaults.
 func TestZeroFlagsGiveTheDefaults(t *testing.T) {
-	args := []string{"-http", ":0", "-skills", "testdata/skills"}
+	args := []string{"-http", ":0", "-skills", "testdata/skills", "-auth-issuer", "https://as.example", "-auth-resource", "https://mcp.example/mcp", "-auth-dpop", "allow"}
 	newFlagSet(new(config), new(flagText), io.Discard).VisitAll(func(f *flag.Flag) {
 		if _, ok := f.Value.(interface{ argName() string }); ok {
 			args = append(args, "-"+f.Name, "0")
@@ -148,6 +148,7 @@ func TestZeroFlagsGiveTheDefaults(t *testing.T) {
 		{"-http-max-connections", listenerSlots(t, c.maxConnections), DefaultMaxConnections},
 		{"-http-max-header-bytes", c.maxHeaderBytes, DefaultMaxHeaderBytes},
 		{"-skills-rescan", c.skills.rescan, defaultSkillsRescan},
+		{"-auth-dpop-max-proofs and -auth-dpop-max-client-proofs", dpopLedger(t, c), [2]int{DefaultDPoPMaxProofs, (DefaultDPoPMaxProofs + 3) / 4}},
 		{"the memory limit", memoryLimit(c), int64(DefaultMaxInflightBytes + 4*DefaultMaxBodyBytes + 16<<20)},
 	} {
 		if !reflect.DeepEqual(tt.got, tt.want) {
@@ -160,6 +161,7 @@ func TestZeroFlagsGiveTheDefaults(t *testing.T) {
 // Unlimited and None, which the executor, the transport and the command
 // honour.
 func TestFlagWordsReachTheOptions(t *testing.T) {
+	dpopArgs := []string{"-http", ":0", "-auth-issuer", "https://as.example", "-auth-resource", "https://mcp.example/mcp", "-auth-dpop", "allow"}
 	for _, tt := range []struct {
 		args      []string
 		got, want func(config) any
@@ -170,7 +172,7 @@ func TestFlagWordsReachTheOptions(t *testing.T) {
 		{[]string{"-max-inflight-bytes", "unlimited"}, func(c config) any { return memoryLimit(c) }, func(config) any { return int64(math.MaxInt64) }},
 		{[]string{"-request-timeout", "unlimited"}, func(c config) any { return c.stdioOptions().RequestTimeout }, func(config) any { return time.Duration(Unlimited) }},
 		{[]string{"-http", ":0", "-request-timeout", "unlimited"}, func(c config) any { return c.httpOptions().RequestTimeout }, func(config) any { return time.Duration(Unlimited) }},
-		{[]string{"-http", ":0", "-max-client-sessions", "unlimited"}, func(c config) any { return c.httpOptions().MaxClientSessions }, func(config) any { return Unlimited }},
+		{append(dpopArgs, "-auth-dpop-max-client-proofs", "unlimited"), func(c config) any { return dpopLedger(t, c) }, func(config) any { return [2]int{DefaultDPoPMaxProofs, DefaultDPoPMaxProofs} }},
 		{[]string{"-skills", "testdata/skills", "-skills-rescan", "unlimited"}, func(c config) any { return c.skills.rescan }, func(config) any { return time.Duration(Unlimited) }},
 		{[]string{"-max-queue", "7"}, func(c config) any { return executorStats(t, c.stdioOptions().executorOptions()).MaxQueue }, func(config) any { return 7 }},
 	} {
@@ -193,6 +195,21 @@ func executorStats(t *testing.T, opts ExecutorOptions) ExecutorStats {
 	}
 	defer e.Close()
 	return e.Stats()
+}
+
+// dpopLedger returns the bounds of the DPoP replay ledger of the
+// authorization c's flags configure: all its proofs, and one principal's.
+func dpopLedger(t *testing.T, c config) [2]int {
+	t.Helper()
+	opts, err := c.auth.options(quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := newAuthGate(opts, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return [2]int{g.dpop.ledger.max, g.dpop.ledger.perClient}
 }
 
 // listenerSlots returns how many connections an HTTPListener made with

@@ -19,8 +19,8 @@ import (
 	"time"
 )
 
-// The real binary's peak RSS with -http and default flags, under the loads
-// of issue 16 (the goal is under 150 MiB each):
+// The real binary's peak RSS with -http and default flags, under hostile
+// loads (the goal is under 150 MiB each):
 //
 //   - header-lines: 200 connections that each send 1 MB of one unfinished
 //     header line (rss-after-MiB: once they are dropped and the server has

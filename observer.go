@@ -250,7 +250,9 @@ func withTransportInfo(ctx context.Context, obs Observer, info TransportInfo) co
 	return context.WithValue(ctx, transportInfoKey{}, info)
 }
 
-// TransportInfoFromContext returns what withTransportInfo put in ctx.
+// TransportInfoFromContext returns the TransportInfo the HTTP transport put
+// in ctx (a handler's context, or OperationStart.Values), and whether there
+// is one.
 func TransportInfoFromContext(ctx context.Context) (TransportInfo, bool) {
 	if ctx == nil {
 		return TransportInfo{}, false

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -30,7 +31,8 @@ type optionField struct {
 // optionsStruct is one options struct and how its constructor makes it
 // effective.
 type optionsStruct struct {
-	name string // as its errors name it
+	name string
+	as   string // as its errors name it, when not name
 	// zero returns a valid value whose numeric fields are all 0.
 	zero func() any
 	// build runs the struct's constructor (or the validation it runs) on
@@ -116,7 +118,7 @@ func optionsStructs() []optionsStruct {
 				{"MaxSubscriptions", DefaultMaxSubscriptions, nil, nil},
 				{"MaxListenStreams", DefaultMaxListenStreams, nil, nil},
 				{"MaxSessions", DefaultMaxSessions, nil, nil},
-				{"MaxClientSessions", DefaultMaxSessions / 4, DefaultMaxSessions, nil},
+				{"MaxClientSessions", DefaultMaxSessions, nil, nil}, // 0, the default: all of MaxSessions
 				{"SessionIdleTimeout", DefaultSessionIdleTimeout, nil, nil},
 				{"KeepAlive", DefaultKeepAlive, nil, nil},
 				{"WriteTimeout", DefaultWriteTimeout, nil, nil},
@@ -279,8 +281,30 @@ func optionsStructs() []optionsStruct {
 			},
 			build: func(t *testing.T, opts any) (map[string]any, error) {
 				o := opts.(AuthOptions)
-				_, err := newAuthGate(&o)
+				_, err := newAuthGate(&o, nil)
 				return map[string]any{}, err
+			},
+		},
+		{
+			// Its errors name it where it is set, HTTPOptions.Auth.DPoP.
+			name: "DPoPOptions", as: "HTTPOptions.Auth.DPoP", prefix: "mcpstdio: ",
+			zero: func() any { return DPoPOptions{Mode: DPoPAllow} },
+			build: func(t *testing.T, opts any) (map[string]any, error) {
+				resource, err := parseResourceURI(testResource)
+				if err != nil {
+					t.Fatal(err)
+				}
+				g, err := newDPoPGate(opts.(DPoPOptions), resource, nil)
+				if err != nil {
+					return nil, err
+				}
+				return map[string]any{"ProofWindow": g.window, "MaxProofs": g.ledger.max, "MaxClientProofs": g.ledger.perClient}, nil
+			},
+			fields: []optionField{
+				{"ProofWindow", DefaultDPoPProofWindow, nil, nil},
+				{"MaxProofs", DefaultDPoPMaxProofs, nil, nil},
+				// 0, the default: a quarter of MaxProofs; Unlimited: all.
+				{"MaxClientProofs", DefaultDPoPMaxProofs / 4, DefaultDPoPMaxProofs, nil},
 			},
 		},
 		{
@@ -355,7 +379,7 @@ func TestOptionsRule(t *testing.T) {
 					copied.Set(v.Elem())
 					setOptionNumber(copied.FieldByIndex(fieldIndex(copied.Type(), f.name)), c.value)
 					eff, err := s.build(t, copied.Interface())
-					field := s.name + "." + f.name
+					field := cmp.Or(s.as, s.name) + "." + f.name
 					switch {
 					case c.want != nil && err != nil:
 						t.Errorf("%s %v: %v, want it taken", field, c.value, err)
@@ -434,16 +458,21 @@ func checkRefusal(t *testing.T, field string, value any, f optionField, err erro
 }
 
 // numericFields lists the paths of the numeric fields of struct type typ,
-// those of its struct fields included (an embedded struct's as promoted).
+// those of its struct fields included (an embedded struct's as promoted)
+// but for those of another options struct, which has an entry of its own.
 func numericFields(typ reflect.Type, prefix string) []string {
 	var names []string
 	for i := range typ.NumField() {
 		f := typ.Field(i)
 		switch f.Type.Kind() {
 		case reflect.Int, reflect.Int64, reflect.Float64:
-			names = append(names, prefix+f.Name)
+			if f.Type.PkgPath() != typ.PkgPath() { // not an enum of the package's, such as DPoPMode
+				names = append(names, prefix+f.Name)
+			}
 		case reflect.Struct:
-			if f.Type.PkgPath() == typ.PkgPath() { // the package's own, not a time.Time
+			// The package's own, not a time.Time; an options struct
+			// inside another (AuthOptions.DPoP) is checked on its own.
+			if f.Type.PkgPath() == typ.PkgPath() && !strings.HasSuffix(f.Type.Name(), "Options") {
 				if f.Anonymous {
 					names = append(names, numericFields(f.Type, prefix)...)
 				} else {

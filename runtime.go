@@ -30,8 +30,9 @@ type RuntimeOptions struct {
 	// results.
 	Instructions string
 	// ProtocolVersions are the enabled versions in preference order; nil
-	// enables 2026-07-28, 2025-11-25 and 2025-06-18, in that order. A version
-	// not listed is never negotiated, discovered or served.
+	// enables all five, 2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26 and
+	// 2024-11-05, in that order. A version not listed is never negotiated,
+	// discovered or served.
 	ProtocolVersions []string
 	// PageSize is the number of items per list page; 0 means 100.
 	PageSize int
@@ -41,12 +42,11 @@ type RuntimeOptions struct {
 	CacheTTLMs int64
 	CacheScope string
 	// ClientRequestTimeout bounds the wait for the client's answer to a
-	// server-to-client request (initialize era, SPEC §10.1), within the
-	// handler's context: 0 means 60s; Unlimited leaves only the handler's
-	// context.
+	// server-to-client request (initialize era), within the handler's
+	// context: 0 means 60s; Unlimited leaves only the handler's context.
 	ClientRequestTimeout time.Duration
-	// RequestStateTTL is how long a 2026 requestState stays valid (SPEC
-	// §10.2): 0 means one hour; Unlimited means it never expires.
+	// RequestStateTTL is how long a 2026 requestState stays valid: 0 means
+	// one hour; Unlimited means it never expires.
 	RequestStateTTL time.Duration
 	// StateKey is the secret that signs pagination cursors and 2026
 	// requestStates, so that replicas given the same StateKey accept each
@@ -86,9 +86,9 @@ type RuntimeOptions struct {
 	Policy AccessPolicy
 }
 
-// Runtime serves the MCP protocol methods of one server: the three dialects
-// (SPEC §7) and a catalog of tools, resources, resource templates, prompts
-// and completions (SPEC §8). It is a Dispatcher.
+// Runtime serves the MCP protocol methods of one server: every protocol
+// version and a catalog of tools, resources, resource templates, prompts and
+// completions. It is a Dispatcher.
 //
 // A Runtime is safe for concurrent use: Dispatch runs concurrently with
 // itself and with registration and removal, which may happen while serving.
@@ -267,9 +267,10 @@ func (c *methodCall) binding() string { return principalBinding(c.principal) }
 
 // Dispatch serves one admitted message, through the middleware Use
 // installed. Notifications (req.ID == nil) get an empty Reply. For a request
-// it selects the dialect, then serves the method; handler panics are
-// recovered and answered -32603 "Internal error". Dispatch returns when the
-// handler it calls returns, so handlers must honour ctx.
+// it selects the dialect of the request's protocol version, then serves the
+// method; handler panics are recovered and answered -32603 "Internal error".
+// Dispatch returns when the handler it calls returns, so handlers must honour
+// ctx.
 func (rt *Runtime) Dispatch(ctx context.Context, req *Request) Reply {
 	if layers := rt.middleware.Load(); layers != nil {
 		return rt.dispatchThroughMiddleware(ctx, *layers, req)

@@ -502,11 +502,14 @@ func ExampleRuntime() {
 	if err != nil {
 		panic(err)
 	}
+	// region dispatch
 	reply := rt.Dispatch(context.Background(), &Request{
 		Method: "tools/call",
 		ID:     json.RawMessage(`1`),
 		Params: json.RawMessage(`{"name":"echo","arguments":{"text":"hi"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}`),
 	})
 	fmt.Println(string(reply.Result))
+	// endregion dispatch
+
 	// Output: {"content":[{"type":"text","text":"hi"}],"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"demo","version":"1.0"}}}
 }

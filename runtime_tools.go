@@ -135,7 +135,8 @@ func (e *ToolExecution) supportsTasks() bool {
 }
 
 // AddTool registers a tool. It fails for a malformed name or schema, a nil
-// handler, or a name already registered.
+// handler, a name already registered, or a tool an extension's rule refuses
+// (the apps extension, apps.go, refuses a link to an app it does not serve).
 func (rt *Runtime) AddTool(tool Tool, handler ToolHandler) error {
 	entry, err := newToolEntry(tool, handler)
 	if err != nil {
@@ -149,6 +150,10 @@ func (rt *Runtime) AddTool(tool Tool, handler ToolHandler) error {
 		return fmt.Errorf("adding tool %q: execution.taskSupport %q needs RuntimeOptions.Tasks", tool.Name, entry.tool.Execution.TaskSupport)
 	}
 	rt.mu.Lock()
+	if err := rt.checkTool(&entry.tool); err != nil {
+		rt.mu.Unlock()
+		return fmt.Errorf("adding tool %q: %w", tool.Name, err)
+	}
 	added := rt.cat.tools.add(tool.Name, entry)
 	if added && tasks {
 		rt.cat.taskTools++

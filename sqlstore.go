@@ -13,16 +13,15 @@ import (
 	"time"
 )
 
-// A TaskStore on database/sql, shared by the replicas of a server: any
-// replica answers for any task, and a replica that dies leaves its running
-// tasks failed once their lease expires (SPEC §14). The store names no
-// driver: the application opens the *sql.DB with the driver of its choice.
-// Its statements are PostgreSQL's dialect ($1 placeholders, BIGINT, TEXT,
-// SELECT ... FOR UPDATE, UPDATE ... RETURNING), which PostgreSQL and the
+// A TaskStore on database/sql, shared by the replicas of a server: any replica
+// answers for any task, and a replica that dies leaves its running tasks failed
+// once their lease expires (docs/explanation/contract.md, "Replicas"). The
+// store names no driver: the application opens the *sql.DB with the driver of
+// its choice. Its statements are PostgreSQL's dialect ($1 placeholders, BIGINT,
+// TEXT, SELECT ... FOR UPDATE, UPDATE ... RETURNING), which PostgreSQL and the
 // databases that speak its wire dialect accept. This file holds the options,
 // the schema and its migrations; sqlstore_tasks.go the TaskStore methods;
-// sqlstore_follow.go the watches, the change feed, the leases and the
-// sweeper.
+// sqlstore_follow.go the watches, the change feed, the leases and the sweeper.
 
 // Defaults of SQLTaskStoreOptions.
 const (

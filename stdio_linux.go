@@ -19,7 +19,7 @@ const pipeBytes = 1 << 20
 // default capacity (16 pages), to pipeBytes. A pipe of 64 KiB takes a 1 MB
 // answer in 16 writes, each waiting for the client to read, and a 1 MB
 // request in as many reads: at 1 MB texts, one pipe size went from 0.44 to
-// 0.95 of fastecho's rate in limits.sh's pairs (whose client and fastecho
+// 0.95 of lineecho's rate in bench/limits' pairs (whose client and lineecho
 // keep the default), at 10 KB texts from 0.44 to 0.47. A pipe whose capacity
 // someone chose is left as it is, and so is fd when it is not a pipe or the
 // kernel refuses (pipe-max-size, pipe-user-pages-soft): best effort.

@@ -31,7 +31,8 @@ func pipeSize(t *testing.T, f *os.File) int {
 // 2.2 s), each answer a small part of it. (The timeout leaves the reader's
 // ticks room on a loaded machine: at 250 ms a starved test process failed.)
 // Every answer arrives whole, in full, and ServeStdio returns nil at the end
-// of input: WriteTimeout bounds each frame, never a write.
+// of input (docs/explanation/contract.md, "Framing": WriteTimeout bounds each
+// frame, never a write).
 func TestServeStdioSlowSteadyReaderGetsEveryAnswer(t *testing.T) {
 	const calls = 96
 	inR, inW := blockingPipe(t)

@@ -32,8 +32,9 @@ func isTerminalStatus(s string) bool {
 // (a change replaces them), so copies may share them.
 type TaskRecord struct {
 	ID string
-	// Owner is who may see the task (see taskOwner): "" means anyone who
-	// knows its ID.
+	// Owner is who may see the task (the connection or session that
+	// created it, or with authorization its principal): "" means anyone
+	// who knows its ID.
 	Owner         string
 	Status        string // TaskWorking, TaskInputRequired or a terminal status
 	StatusMessage string

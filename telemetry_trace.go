@@ -184,8 +184,7 @@ type telemetrySpan struct {
 }
 
 // StartOperation implements Observer: the SERVER span of a request. It only
-// keeps op: the span is resolved on the request's worker (see
-// telemetrySpan).
+// keeps op: the span is resolved on the request's worker.
 func (t *Telemetry) StartOperation(op *OperationStart) OperationSpan {
 	return &telemetrySpan{t: t, op: op, kind: spanKindServer, start: op.Received, isServer: true}
 }

@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// Transport defaults (SPEC §2).
+// Transport defaults (docs/reference/options.md).
 const (
 	DefaultWriteTimeout     = 5 * time.Second
 	DefaultMaxLineBytes     = 2_000_000
@@ -31,14 +31,18 @@ type Options struct {
 	// never closes them. When Output has write deadlines (a
 	// SetWriteDeadline method that succeeds, as a pipe's *os.File in
 	// non-blocking mode or a net.Conn has), Serve's goroutine writes to it
-	// and sets the deadlines that bound each write by WriteTimeout, clearing
-	// them when it returns; otherwise a goroutine of the transport writes,
-	// abandoned if a Write never returns (as with a blocking os.Stdout:
-	// ServeStdio gives the process's stdout deadlines).
+	// and sets the deadlines that enforce WriteTimeout, clearing them when it
+	// returns; otherwise a goroutine of the transport writes, abandoned if a
+	// Write never returns (as with a blocking os.Stdout: ServeStdio gives the
+	// process's stdout deadlines).
 	Input  io.Reader
 	Output io.Writer
 
-	// WriteTimeout bounds each write to Output (default 5s). A write that
+	// WriteTimeout bounds each frame written to Output, never a write
+	// (default 5s): a frame fails when the client has taken none of it for
+	// WriteTimeout after it took the frame before it whole (or after the
+	// frame's own write began), so a client that reads slowly but steadily
+	// gets every answer however many frames join one write. A write that
 	// fails or times out is terminal for the connection.
 	WriteTimeout time.Duration
 	// MaxLineBytes limits one input message, counting its newline (default
@@ -197,8 +201,8 @@ func (t *Transport) ListenStreams() int { return int(t.listens.open.Load()) }
 //   - At the end of Input it stops reading, lets every admitted request run to
 //     completion (or to its RequestTimeout), writes every answer, and returns
 //     nil. Empty input returns nil at once.
-//   - When a write fails or does not finish within WriteTimeout it cancels all
-//     work, writes nothing more, and returns an *OutputError
+//   - When a write fails, or a frame is not taken in time (WriteTimeout), it
+//     cancels all work, writes nothing more, and returns an *OutputError
 //     (errors.Is(err, ErrOutputFailed)).
 //   - When ctx is cancelled it cancels all work, writes nothing more, and
 //     returns ctx.Err(); a write in flight is waited for, up to WriteTimeout.

@@ -62,6 +62,7 @@ func (f *taskStoreFlags) check() error {
 
 // open connects to the database, migrates its schema and starts the store.
 func (f *taskStoreFlags) open(limits TaskLimits, logger *slog.Logger) (TaskStore, func(), error) {
+	// region sql-store
 	db := stdlib.OpenDB(*f.config)
 	db.SetMaxOpenConns(f.maxConns)
 	db.SetMaxIdleConns(f.maxConns)
@@ -80,6 +81,7 @@ func (f *taskStoreFlags) open(limits TaskLimits, logger *slog.Logger) (TaskStore
 		db.Close()
 		return nil, nil, err
 	}
+	// endregion sql-store
 	logger.Info("mcpstdio: tasks kept in PostgreSQL", "table", f.table, "replica", store.Replica(), "max_conns", f.maxConns)
 	return store, func() {
 		store.Close()
