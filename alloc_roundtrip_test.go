@@ -8,8 +8,7 @@ import (
 // Echo round trips through Serve allocate no more than they do today: 4 with
 // a dispatcher that allocates nothing, 6 through the runtime's echo tool
 // (whose call allocates 2: the space of its arguments and result, and
-// the text). Issue 6 allows 12 besides the handler's; the
-// tighter limits catch any new per-message allocation. Measured over a whole
+// the text). The limits catch any new per-message allocation. Measured over a whole
 // benchmark run, so a stray allocation of another goroutine cannot tip it.
 // The echo tool is inline, so its calls reuse one execution record (1,536
 // bytes) and allocate only the side record its handler may keep (704): about

@@ -12,8 +12,9 @@ import (
 	"time"
 )
 
-// Asking the client for input (SPEC §10). A tool, prompt or resource handler
-// asks through its HandlerRequest with one call that works in both eras:
+// Asking the client for input (docs/explanation/contract.md, "Asking the
+// client"). A tool, prompt or resource handler asks through its HandlerRequest
+// with one call that works in both eras:
 //
 //   - initialize era: the call sends a server-to-client JSON-RPC request
 //     through the transport's Peer and blocks until the client answers, the

@@ -1,12 +1,14 @@
 package main
 
 // Authorization over HTTP: the MCP server as an OAuth 2.1 resource server.
-// An HTTPHandler given HTTPOptions.Auth serves its protected resource
-// metadata (RFC 9728), refuses requests without a valid bearer token with
-// RFC 6750 challenges, puts the token's Principal in the request's context
-// (PrincipalFromContext, HandlerRequest.Principal), and binds the sessions it
-// creates to that principal. Tokens are verified by a TokenVerifier:
-// JWTVerifier (auth_jwt.go, keys from auth_jwks.go) or IntrospectionVerifier
+// An HTTPHandler given HTTPOptions.Auth has a handler of its protected
+// resource metadata (RFC 9728, ProtectedResourceMetadata), refuses requests
+// without a valid bearer token with RFC 6750 challenges (or, with
+// AuthOptions.DPoP, without a DPoP-bound token and its proof: auth_dpop.go),
+// puts the token's Principal in the request's context (PrincipalFromContext,
+// HandlerRequest.Principal), and binds the sessions it creates to that
+// principal. Tokens are verified by a TokenVerifier: JWTVerifier
+// (auth_jwt.go, keys from auth_jwks.go) or IntrospectionVerifier
 // (auth_introspect.go). The stdio transport takes no tokens: an application
 // that serves stdio puts a Principal in Serve's context itself, if it wants
 // one.
@@ -75,7 +77,10 @@ type AuthOptions struct {
 	// audience its tokens must name: an absolute https URI without a
 	// fragment (http only for a loopback host), e.g.
 	// "https://mcp.example.com/mcp". Required. The metadata's location, in
-	// challenges, is derived from it, never from a request's Host.
+	// challenges, is derived from it, never from a request's Host or path:
+	// its well-known path inserted between its host and its path
+	// (https://mcp.example.com/.well-known/oauth-protected-resource/mcp),
+	// where HTTPHandler.ProtectedResourceMetadata says to mount it.
 	Resource string
 	// AuthorizationServers are the issuer identifiers of the authorization
 	// servers the metadata names; at least one is required.
@@ -96,6 +101,12 @@ type AuthOptions struct {
 	// ResourceName, when set, is the metadata's human-readable
 	// resource_name.
 	ResourceName string
+	// DPoP, when its Mode is set, also takes (DPoPAllow) or takes only
+	// (DPoPRequire) DPoP-bound access tokens (RFC 9449); the zero value
+	// takes bearer tokens only. The Verifier verifies DPoP-bound tokens as
+	// any other; the key a token is bound to is read from its Principal's
+	// Claims (cnf.jkt), so a TokenVerifier of your own must keep cnf there.
+	DPoP DPoPOptions
 }
 
 // Well-known paths of RFC 9728 and the names of RFC 6750 challenges.
@@ -114,15 +125,18 @@ const (
 // AuthOptions by newAuthGate; read-only afterwards.
 type authGate struct {
 	verifier         TokenVerifier
+	dpop             *dpopGate // nil when DPoP is off
 	scopes           []string
 	toolScopes       map[string][]string
-	metadata         []byte   // the RFC 9728 document
-	metadataPaths    []string // where it is served
-	resourceMetadata string   // its URL, named in every challenge
+	metadata         []byte // the RFC 9728 document
+	metadataPath     string // where it is to be mounted
+	resourceMetadata string // its URL, named in every challenge
 }
 
-// newAuthGate validates opts and prepares what the gate serves.
-func newAuthGate(opts *AuthOptions) (*authGate, error) {
+// newAuthGate validates opts and prepares what the gate serves; forwarded
+// reports the origin a trusted proxy forwarded a request for (nil when no
+// proxy is trusted).
+func newAuthGate(opts *AuthOptions, forwarded forwardedOrigin) (*authGate, error) {
 	if opts.Verifier == nil {
 		return nil, errors.New("mcpstdio: HTTPOptions.Auth.Verifier is required")
 	}
@@ -159,32 +173,63 @@ func newAuthGate(opts *AuthOptions) (*authGate, error) {
 		}
 		toolScopes[tool] = slices.Clone(opts.ToolScopes[tool])
 	}
+	dpop, err := newDPoPGate(opts.DPoP, resource, forwarded)
+	if err != nil {
+		return nil, err
+	}
 	doc := struct {
-		Resource               string   `json:"resource"`
-		AuthorizationServers   []string `json:"authorization_servers"`
-		ScopesSupported        []string `json:"scopes_supported,omitempty"`
-		BearerMethodsSupported []string `json:"bearer_methods_supported"`
-		ResourceName           string   `json:"resource_name,omitempty"`
-	}{opts.Resource, opts.AuthorizationServers, supported, []string{"header"}, opts.ResourceName}
+		Resource                      string   `json:"resource"`
+		AuthorizationServers          []string `json:"authorization_servers"`
+		ScopesSupported               []string `json:"scopes_supported,omitempty"`
+		BearerMethodsSupported        []string `json:"bearer_methods_supported"`
+		ResourceName                  string   `json:"resource_name,omitempty"`
+		DPoPSigningAlgValuesSupported []string `json:"dpop_signing_alg_values_supported,omitempty"`
+		DPoPBoundAccessTokensRequired *bool    `json:"dpop_bound_access_tokens_required,omitempty"`
+	}{Resource: opts.Resource, AuthorizationServers: opts.AuthorizationServers, ScopesSupported: supported,
+		BearerMethodsSupported: []string{"header"}, ResourceName: opts.ResourceName}
+	if dpop != nil {
+		required := dpop.mode == DPoPRequire
+		doc.DPoPSigningAlgValuesSupported, doc.DPoPBoundAccessTokensRequired = dpop.algs, &required
+	}
 	metadata, err := marshalJSON(doc)
 	if err != nil {
 		return nil, fmt.Errorf("mcpstdio: encoding the protected resource metadata: %w", err)
 	}
 	g := &authGate{
-		verifier:      opts.Verifier,
-		scopes:        slices.Clone(opts.Scopes),
-		toolScopes:    toolScopes,
-		metadata:      metadata,
-		metadataPaths: []string{wellKnownProtectedResource},
+		verifier:   opts.Verifier,
+		dpop:       dpop,
+		scopes:     slices.Clone(opts.Scopes),
+		toolScopes: toolScopes,
+		metadata:   metadata,
+		// RFC 9728 §3.1: the well-known segment goes between the host
+		// and the resource's path.
+		metadataPath: wellKnownProtectedResource + strings.TrimSuffix(resource.EscapedPath(), "/"),
 	}
-	// RFC 9728 §3.1: the well-known segment goes between the host and the
-	// resource's path.
-	path := strings.TrimSuffix(resource.EscapedPath(), "/")
-	if path != "" {
-		g.metadataPaths = append(g.metadataPaths, wellKnownProtectedResource+path)
-	}
-	g.resourceMetadata = resource.Scheme + "://" + resource.Host + g.metadataPaths[len(g.metadataPaths)-1]
+	g.resourceMetadata = resource.Scheme + "://" + resource.Host + g.metadataPath
 	return g, nil
+}
+
+// ProtectedResourceMetadata returns the handler of the protected resource
+// metadata document (RFC 9728) of HTTPOptions.Auth, and the path to mount it
+// at on the resource's host: the well-known path followed by the path of
+// AuthOptions.Resource ("/.well-known/oauth-protected-resource/mcp" for
+// "https://mcp.example.com/mcp"), which is where every challenge's
+// resource_metadata points. The two fit http.ServeMux.Handle:
+//
+//	mux.Handle("/mcp", h)
+//	mux.Handle(h.ProtectedResourceMetadata())
+//
+// The handler answers GET and HEAD with the document, without a token, and
+// any other method 405; it does not look at the request's path, so it can
+// be mounted at the root well-known path too
+// ("/.well-known/oauth-protected-resource", where some clients look when a
+// challenge names none). Without HTTPOptions.Auth there is no document: it
+// returns "" and nil.
+func (h *HTTPHandler) ProtectedResourceMetadata() (path string, handler http.Handler) {
+	if h.auth == nil {
+		return "", nil
+	}
+	return h.auth.metadataPath, http.HandlerFunc(h.auth.serveMetadata)
 }
 
 // parseResourceURI checks a resource URI: absolute, without a fragment,
@@ -240,31 +285,56 @@ func isScopeToken(s string) bool {
 	return true
 }
 
-// admit is the gate of every request, before the endpoint's path is
-// checked. It serves the metadata documents itself (nil: answered), lets
-// other paths through untouched (the handler answers 404), and for the MCP
-// endpoint verifies the bearer token: it returns the request with the
-// Principal in its context, or nil after answering a challenge.
-func (g *authGate) admit(w http.ResponseWriter, r *http.Request, endpoint string) *http.Request {
-	if slices.Contains(g.metadataPaths, r.URL.Path) {
-		g.serveMetadata(w, r)
+// admit is the gate of every request the handler serves: it verifies the
+// access token (and, with the DPoP scheme, its proof) and returns the request
+// with the Principal in its context, or nil after answering a challenge. With
+// DPoP nonces, every answer carries the current nonce.
+func (g *authGate) admit(w http.ResponseWriter, r *http.Request) *http.Request {
+	if g.dpop != nil && g.dpop.nonceKey != nil {
+		w.Header().Set(headerDPoPNonce, g.dpop.nonceAt(g.dpop.now()))
+	}
+	p, refusal := g.authorize(r)
+	if refusal != nil {
+		g.refuse(w, refusal)
 		return nil
 	}
-	if r.URL.Path != endpoint {
-		return r
-	}
+	return r.WithContext(ContextWithPrincipal(r.Context(), p))
+}
+
+// authRefusal is a request the gate lets no further, as it answers it.
+type authRefusal struct {
+	status int
+	scheme string   // the scheme whose challenge carries the error; "" for every challenge
+	code   string   // the challenge's error; "" for none (no credential was read)
+	reason string   // its error_description, also in the body
+	scopes []string // the challenges' scope; nil for the gate's
+}
+
+// authorize returns the Principal of r's access token, or why r is
+// refused. A Bearer token must not be DPoP-bound; a DPoP one must be, to
+// the key of a valid proof that was not used before.
+func (g *authGate) authorize(r *http.Request) (*Principal, *authRefusal) {
 	if r.URL.Query().Has(paramAccessToken) {
-		g.challenge(w, http.StatusBadRequest, errorCodeInvalidRequest, "access tokens are accepted in the Authorization header only", g.scopes)
-		return nil
+		return nil, &authRefusal{status: http.StatusBadRequest, code: errorCodeInvalidRequest, reason: "access tokens are accepted in the Authorization header only"}
 	}
-	token, problem := bearerToken(r.Header.Values("Authorization"))
+	scheme, token, problem := g.credential(r.Header.Values("Authorization"))
 	switch {
 	case problem != "":
-		g.challenge(w, http.StatusBadRequest, errorCodeInvalidRequest, problem, g.scopes)
-		return nil
-	case token == "":
-		g.challenge(w, http.StatusUnauthorized, "", "", g.scopes)
-		return nil
+		return nil, &authRefusal{status: http.StatusBadRequest, code: errorCodeInvalidRequest, reason: problem}
+	case scheme == "":
+		return nil, &authRefusal{status: http.StatusUnauthorized}
+	case scheme == authSchemeBearer && g.dpop != nil && g.dpop.mode == DPoPRequire:
+		return nil, &authRefusal{status: http.StatusUnauthorized, reason: reasonDPoPOnly}
+	}
+	var proof *dpopProof
+	if scheme == authSchemeDPoP {
+		var refusal *authRefusal
+		if proof, refusal = g.dpop.checkProof(r, token); refusal != nil {
+			return nil, refusal
+		}
+	}
+	invalid := func(reason string) *authRefusal {
+		return &authRefusal{status: http.StatusUnauthorized, scheme: scheme, code: errorCodeInvalidToken, reason: reason}
 	}
 	p, err := g.verifier.VerifyToken(r.Context(), token)
 	if err != nil || p == nil || p.ID() == "" {
@@ -272,35 +342,55 @@ func (g *authGate) admit(w http.ResponseWriter, r *http.Request, endpoint string
 		if te, ok := errors.AsType[*TokenError](err); ok {
 			reason = te.Reason
 		}
-		g.challenge(w, http.StatusUnauthorized, errorCodeInvalidToken, reason, g.scopes)
-		return nil
+		return nil, invalid(reason)
+	}
+	jkt, checkable := principalBindingKey(p)
+	switch {
+	case !checkable || jkt != "" && g.dpop == nil:
+		return nil, invalid(reasonBound)
+	case jkt != "" && scheme == authSchemeBearer:
+		return nil, invalid(reasonBoundAsBearer)
+	case jkt == "" && scheme == authSchemeDPoP:
+		return nil, invalid(reasonNotBound)
+	case scheme == authSchemeDPoP && jkt != proof.thumbprint:
+		return nil, invalid(reasonOtherKey)
+	}
+	if proof != nil {
+		if refusal := g.dpop.remember(proof, p); refusal != nil {
+			return nil, refusal
+		}
 	}
 	if p.missingScopes(g.scopes) != nil {
-		g.challenge(w, http.StatusForbidden, errorCodeInsufficientScope, "the access token lacks a scope every request needs", g.scopes)
-		return nil
+		return nil, &authRefusal{status: http.StatusForbidden, scheme: scheme, code: errorCodeInsufficientScope, reason: "the access token lacks a scope every request needs"}
 	}
-	return r.WithContext(ContextWithPrincipal(r.Context(), p))
+	return p, nil
 }
 
-// bearerToken returns the token of an Authorization header, "" when there
-// is no Bearer credential, or a problem when the header is malformed or
-// repeated.
-func bearerToken(values []string) (token, problem string) {
+// credential returns the scheme and token of an Authorization header:
+// Bearer, or DPoP when the gate takes DPoP tokens; "" when it holds no
+// credential the gate reads (another scheme), or a problem when it is
+// malformed or repeated.
+func (g *authGate) credential(values []string) (scheme, token, problem string) {
 	switch {
 	case len(values) == 0:
-		return "", ""
+		return "", "", ""
 	case len(values) > 1:
-		return "", "more than one Authorization header"
+		return "", "", "more than one Authorization header"
 	}
-	scheme, rest, _ := strings.Cut(strings.TrimSpace(values[0]), " ")
-	if !strings.EqualFold(scheme, authSchemeBearer) {
-		return "", "" // another scheme: no bearer credential
+	name, rest, _ := strings.Cut(strings.TrimSpace(values[0]), " ")
+	switch {
+	case strings.EqualFold(name, authSchemeBearer):
+		scheme = authSchemeBearer
+	case strings.EqualFold(name, authSchemeDPoP) && g.dpop != nil:
+		scheme = authSchemeDPoP
+	default:
+		return "", "", "" // another scheme: no credential
 	}
 	token = strings.TrimLeft(rest, " ")
 	if !isToken68(token) {
-		return "", "the Bearer credential is not a token68"
+		return "", "", "the " + scheme + " credential is not a token68"
 	}
-	return token, ""
+	return scheme, token, ""
 }
 
 // isToken68 reports whether s is an RFC 7235 token68: 1*( ALPHA / DIGIT /
@@ -345,35 +435,65 @@ func (g *authGate) allowMessage(w http.ResponseWriter, r *http.Request, msg *pos
 			scopes = append(scopes, s)
 		}
 	}
-	g.challenge(w, http.StatusForbidden, errorCodeInsufficientScope, "the tool "+name+" needs more scopes", scopes)
+	scheme, _, _ := g.credential(r.Header.Values("Authorization"))
+	g.refuse(w, &authRefusal{status: http.StatusForbidden, scheme: scheme, code: errorCodeInsufficientScope, reason: "the tool " + name + " needs more scopes", scopes: scopes})
 	return false
 }
 
-// challenge answers status with a Bearer challenge (RFC 6750 §3): the
-// metadata's URL, the scopes, and errorCode with its description when
-// there is one; the body is a JSON-RPC error without id.
-func (g *authGate) challenge(w http.ResponseWriter, status int, errorCode, description string, scopes []string) {
-	var b strings.Builder
-	b.WriteString(authSchemeBearer + " ")
-	if errorCode != "" {
-		b.WriteString(`error="` + errorCode + `", error_description=` + quoteAuthParam(description) + ", ")
+// refuse answers f: a 503 as it is, anything else with the challenges of
+// the schemes the gate takes (RFC 6750 §3, RFC 9449 §7.1): the one
+// carrying the error first, each with the metadata's URL and the scopes,
+// DPoP's with the algorithms it takes. The body is a JSON-RPC error
+// without id.
+func (g *authGate) refuse(w http.ResponseWriter, f *authRefusal) {
+	if f.status == http.StatusServiceUnavailable {
+		httpError(w, f.status, "Service Unavailable: "+f.reason)
+		return
 	}
-	b.WriteString("resource_metadata=" + quoteAuthParam(g.resourceMetadata))
-	if len(scopes) > 0 {
-		b.WriteString(", scope=" + quoteAuthParam(strings.Join(scopes, " ")))
+	scopes := f.scopes
+	if scopes == nil {
+		scopes = g.scopes
 	}
-	w.Header().Set(headerWWWAuthenticate, b.String())
+	for _, scheme := range g.challengeSchemes(f.scheme) {
+		var b strings.Builder
+		b.WriteString(scheme + " ")
+		if f.code != "" && (f.scheme == "" || f.scheme == scheme) {
+			b.WriteString(`error="` + f.code + `", error_description=` + quoteAuthParam(f.reason) + ", ")
+		}
+		if scheme == authSchemeDPoP {
+			b.WriteString("algs=" + g.dpop.algsParam + ", ")
+		}
+		b.WriteString("resource_metadata=" + quoteAuthParam(g.resourceMetadata))
+		if len(scopes) > 0 {
+			b.WriteString(", scope=" + quoteAuthParam(strings.Join(scopes, " ")))
+		}
+		w.Header().Add(headerWWWAuthenticate, b.String())
+	}
 	message := "Unauthorized"
-	switch status {
+	switch f.status {
 	case http.StatusForbidden:
 		message = "Forbidden"
 	case http.StatusBadRequest:
 		message = "Bad Request"
 	}
-	if description != "" {
-		message += ": " + description
+	if f.reason != "" {
+		message += ": " + f.reason
 	}
-	httpError(w, status, message)
+	httpError(w, f.status, message)
+}
+
+// challengeSchemes returns the schemes the gate challenges with, first the
+// one named (the scheme a refused request used), if the gate takes it.
+func (g *authGate) challengeSchemes(first string) []string {
+	switch {
+	case g.dpop == nil:
+		return []string{authSchemeBearer}
+	case g.dpop.mode == DPoPRequire:
+		return []string{authSchemeDPoP}
+	case first == authSchemeDPoP:
+		return []string{authSchemeDPoP, authSchemeBearer}
+	}
+	return []string{authSchemeBearer, authSchemeDPoP}
 }
 
 // quoteAuthParam returns s as an RFC 9110 quoted-string; characters a

@@ -5,8 +5,11 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // BenchmarkJWTVerify measures verifying one access token whose key is held,
@@ -78,4 +81,65 @@ func BenchmarkHTTPEchoAuthorized(b *testing.B) {
 			b.Fatalf("status %d", resp.StatusCode)
 		}
 	}
+}
+
+// BenchmarkDPoPProofCheck measures the gate's check of one DPoP proof
+// (parse, match the request, verify the signature), for each algorithm.
+func BenchmarkDPoPProofCheck(b *testing.B) {
+	resource, err := parseResourceURI(testResource)
+	if err != nil {
+		b.Fatal(err)
+	}
+	d, err := newDPoPGate(DPoPOptions{Mode: DPoPAllow}, resource, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, alg := range []string{algES256, algEdDSA, algRS256, algPS256} {
+		b.Run(alg, func(b *testing.B) {
+			k := newTestKey(b, "k", alg)
+			r := httptest.NewRequest(http.MethodPost, "/mcp", nil)
+			r.Header.Set(headerDPoP, k.proof(b, alg, nil, proofClaims(http.MethodPost, testResource, "token", time.Now(), nil)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, refusal := d.checkProof(r, "token"); refusal != nil {
+					b.Fatal(refusal.reason)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkProofLedger measures remembering one proof in a ledger of
+// DefaultDPoPMaxProofs that holds as many as it may (each proof remembered
+// forgets the one expiring first), and reports the heap a remembered proof
+// takes: proofs-B is the heap of the full ledger per proof.
+func BenchmarkProofLedger(b *testing.B) {
+	jtis := make([]string, DefaultDPoPMaxProofs)
+	for i := range jtis {
+		jtis[i] = strconv.Itoa(i)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	l := newProofLedger(DefaultDPoPMaxProofs, DefaultDPoPMaxProofs)
+	base := time.Unix(1_700_000_000, 0)
+	for i, jti := range jtis {
+		if l.remember(testThumbprint, jti, "client-"+strconv.Itoa(i%100), base.Add(time.Duration(i)), base) != proofRemembered {
+			b.Fatal("the ledger did not fill")
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	perProof := float64(after.HeapAlloc-before.HeapAlloc) / float64(l.len())
+	i := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		i++
+		at := base.Add(time.Duration(i)) // the oldest proof has just expired
+		if l.remember(testThumbprint, "next-"+strconv.Itoa(i), "client", at.Add(DefaultDPoPMaxProofs), at) != proofRemembered {
+			b.Fatal("refused")
+		}
+	}
+	runtime.KeepAlive(jtis)
+	b.ReportMetric(perProof, "proof-B")
 }

@@ -30,7 +30,8 @@ const (
 )
 
 // IntrospectionVerifierOptions configure an IntrospectionVerifier. A zero
-// value means the default.
+// value means the default (see Unlimited for the rule every options struct
+// follows).
 type IntrospectionVerifierOptions struct {
 	// Endpoint is the authorization server's token introspection endpoint
 	// (RFC 7662): https, http on a loopback host only. Required.
@@ -80,33 +81,42 @@ type IntrospectionVerifier struct {
 
 var _ TokenVerifier = (*IntrospectionVerifier)(nil)
 
+// normalize checks o and fills in the defaults.
+func (o *IntrospectionVerifierOptions) normalize() error {
+	if u, err := url.Parse(o.Endpoint); err != nil || u.Host == "" || checkSecureScheme(u) != nil {
+		return fmt.Errorf("mcpstdio: IntrospectionVerifierOptions.Endpoint %q must be an https URL (http on a loopback host only)", o.Endpoint)
+	}
+	if o.ClientID == "" || o.ClientSecret == "" {
+		return errors.New("mcpstdio: IntrospectionVerifierOptions.ClientID and ClientSecret are required")
+	}
+	if err := checkIssuerURL(o.Issuer); err != nil {
+		return fmt.Errorf("mcpstdio: IntrospectionVerifierOptions.Issuer: %w", err)
+	}
+	if _, err := parseResourceURI(o.Resource); err != nil {
+		return fmt.Errorf("mcpstdio: IntrospectionVerifierOptions.Resource: %w", err)
+	}
+	if err := checkOptions(
+		checkAtMost("IntrospectionVerifierOptions.CacheTTL", o.CacheTTL, maxIntrospectionCacheTTL),
+		checkOption("IntrospectionVerifierOptions.MaxCacheEntries", o.MaxCacheEntries),
+		checkOption("IntrospectionVerifierOptions.MaxConcurrent", o.MaxConcurrent),
+	); err != nil {
+		return fmt.Errorf("mcpstdio: %w", err)
+	}
+	if err := normalizeIssuerOptions("IntrospectionVerifierOptions", &o.ClockSkew, &o.FetchTimeout, &o.MaxResponseBytes, &o.Logger); err != nil {
+		return err
+	}
+	defaultTo(&o.CacheTTL, DefaultIntrospectionCacheTTL)
+	defaultTo(&o.MaxCacheEntries, DefaultIntrospectionCacheEntries)
+	defaultTo(&o.MaxConcurrent, DefaultMaxIntrospections)
+	return nil
+}
+
 // NewIntrospectionVerifier validates opts and returns a verifier. It does
 // not contact the authorization server.
 func NewIntrospectionVerifier(opts IntrospectionVerifierOptions) (*IntrospectionVerifier, error) {
-	if u, err := url.Parse(opts.Endpoint); err != nil || u.Host == "" || checkSecureScheme(u) != nil {
-		return nil, fmt.Errorf("mcpstdio: IntrospectionVerifierOptions.Endpoint %q must be an https URL (http on a loopback host only)", opts.Endpoint)
-	}
-	if opts.ClientID == "" || opts.ClientSecret == "" {
-		return nil, errors.New("mcpstdio: IntrospectionVerifierOptions.ClientID and ClientSecret are required")
-	}
-	if err := checkIssuerURL(opts.Issuer); err != nil {
-		return nil, fmt.Errorf("mcpstdio: IntrospectionVerifierOptions.Issuer: %w", err)
-	}
-	if _, err := parseResourceURI(opts.Resource); err != nil {
-		return nil, fmt.Errorf("mcpstdio: IntrospectionVerifierOptions.Resource: %w", err)
-	}
-	switch {
-	case opts.CacheTTL < 0 || opts.CacheTTL > maxIntrospectionCacheTTL:
-		return nil, fmt.Errorf("mcpstdio: IntrospectionVerifierOptions.CacheTTL must be between 0 and %v, got %v", maxIntrospectionCacheTTL, opts.CacheTTL)
-	case opts.MaxCacheEntries < 0 || opts.MaxConcurrent < 0:
-		return nil, errors.New("mcpstdio: IntrospectionVerifierOptions.MaxCacheEntries and MaxConcurrent must not be negative")
-	}
-	if err := normalizeIssuerOptions("IntrospectionVerifierOptions", &opts.ClockSkew, &opts.FetchTimeout, &opts.MaxResponseBytes, &opts.Logger); err != nil {
+	if err := opts.normalize(); err != nil {
 		return nil, err
 	}
-	defaultTo(&opts.CacheTTL, DefaultIntrospectionCacheTTL)
-	defaultTo(&opts.MaxCacheEntries, DefaultIntrospectionCacheEntries)
-	defaultTo(&opts.MaxConcurrent, DefaultMaxIntrospections)
 	req := &http.Request{Header: http.Header{}}
 	req.SetBasicAuth(url.QueryEscape(opts.ClientID), url.QueryEscape(opts.ClientSecret))
 	v := &IntrospectionVerifier{
@@ -127,16 +137,20 @@ func NewIntrospectionVerifier(opts IntrospectionVerifierOptions) (*Introspection
 const (
 	reasonInactive     = "the access token is not active"
 	reasonUncheckable  = "the authorization server could not check the access token"
-	reasonNotBearer    = "the access token is not a bearer access token"
+	reasonNotBearer    = "the access token is neither a bearer nor a DPoP-bound access token"
 	reasonIntrospected = "the authorization server's answer about the access token is malformed"
 )
 
 // VerifyToken asks the authorization server about token (or reuses its
 // answer of the last CacheTTL) and accepts it when the answer says active,
 // names this resource among its audiences and the configured issuer, is
-// within its validity period and names a subject or client. When the
-// server cannot be asked, the token is refused (not cached), so that the
-// next request asks again. Every refusal is a *TokenError.
+// within its validity period and names a subject or client. An answer with
+// a cnf passes only when the token is DPoP-bound (cnf holds jkt alone, and
+// a token_type, if any, is DPoP); the Principal's Claims keep it, for the
+// HTTP handler's authorization to check against the request's DPoP proof
+// (AuthOptions.DPoP). When the server cannot be asked, the token is
+// refused (not cached), so that the next request asks again. Every
+// refusal is a *TokenError.
 func (v *IntrospectionVerifier) VerifyToken(ctx context.Context, token string) (*Principal, error) {
 	key := sha256.Sum256([]byte(token))
 	now := v.now()
@@ -203,10 +217,13 @@ func (v *IntrospectionVerifier) judge(body []byte, now time.Time) (*Principal, s
 	if err := json.Unmarshal(body, &in); err != nil {
 		return nil, reasonIntrospected
 	}
+	jkt, checkable := dpopBinding(in.Cnf)
 	switch {
 	case in.Active == nil || !*in.Active:
 		return nil, reasonInactive
-	case in.TokenType != nil && !strings.EqualFold(*in.TokenType, authSchemeBearer):
+	case !checkable:
+		return nil, reasonBound
+	case in.TokenType != nil && !tokenTypeFits(*in.TokenType, jkt):
 		return nil, reasonNotBearer
 	case in.Iss != nil && *in.Iss != v.issuer:
 		return nil, reasonIssuer
@@ -216,8 +233,6 @@ func (v *IntrospectionVerifier) judge(body []byte, now time.Time) (*Principal, s
 		return nil, reasonExpired
 	case in.Nbf != nil && (!finite(*in.Nbf) || now.Add(v.skew).Before(unixTime(*in.Nbf))):
 		return nil, reasonNotYetValid
-	case in.Cnf != nil:
-		return nil, reasonBound
 	}
 	p := &Principal{Issuer: v.issuer, Claims: bytes.Clone(body)}
 	if in.Sub != nil {
@@ -236,6 +251,16 @@ func (v *IntrospectionVerifier) judge(body []byte, now time.Time) (*Principal, s
 		return nil, reasonNoSubject
 	}
 	return p, ""
+}
+
+// tokenTypeFits reports whether an introspection answer's token_type fits
+// the binding it names: Bearer without one, DPoP with a key's thumbprint
+// (RFC 9449 §6.2).
+func tokenTypeFits(tokenType, jkt string) bool {
+	if jkt == "" {
+		return strings.EqualFold(tokenType, authSchemeBearer)
+	}
+	return strings.EqualFold(tokenType, introspectionTypeDPoP)
 }
 
 // introspectionCache keeps introspection answers by the token's SHA-256 (the

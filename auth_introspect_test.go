@@ -145,8 +145,13 @@ func TestIntrospectionVerifierAnswers(t *testing.T) {
 		{"no audience", map[string]any{"aud": nil}, reasonAudience},
 		{"another issuer", map[string]any{"iss": "https://evil.example"}, reasonIssuer},
 		{"a refresh token", map[string]any{"token_type": "refresh_token"}, reasonNotBearer},
-		{"a DPoP-bound token", map[string]any{"token_type": "DPoP", "cnf": map[string]string{"jkt": "x"}}, reasonNotBearer},
-		{"sender-constrained", map[string]any{"cnf": map[string]string{"x5t#S256": "x"}}, reasonBound},
+		{"a DPoP-bound token", map[string]any{"token_type": "DPoP", "cnf": map[string]string{"jkt": testThumbprint}}, ""},
+		{"a DPoP-bound token without token_type", map[string]any{"token_type": nil, "cnf": map[string]string{"jkt": testThumbprint}}, ""},
+		{"a DPoP-bound token typed Bearer", map[string]any{"cnf": map[string]string{"jkt": testThumbprint}}, reasonNotBearer},
+		{"typed DPoP without cnf", map[string]any{"token_type": "DPoP"}, reasonNotBearer},
+		{"a jkt that is not a thumbprint", map[string]any{"token_type": "DPoP", "cnf": map[string]string{"jkt": "x"}}, reasonBound},
+		{"sender-constrained by a certificate", map[string]any{"cnf": map[string]string{"x5t#S256": "x"}}, reasonBound},
+		{"a jkt beside a certificate", map[string]any{"token_type": "DPoP", "cnf": map[string]string{"jkt": testThumbprint, "x5t#S256": "x"}}, reasonBound},
 		{"expired", map[string]any{"exp": now - 61}, reasonExpired},
 		{"not yet valid", map[string]any{"nbf": now + 120}, reasonNotYetValid},
 		{"neither sub nor client_id", map[string]any{"client_id": nil}, reasonNoSubject},
@@ -281,7 +286,7 @@ func TestNewIntrospectionVerifierValidates(t *testing.T) {
 		{"no secret", func(o *IntrospectionVerifierOptions) { o.ClientSecret = "" }, "ClientSecret are required"},
 		{"no issuer", func(o *IntrospectionVerifierOptions) { o.Issuer = "" }, "Issuer"},
 		{"no resource", func(o *IntrospectionVerifierOptions) { o.Resource = "" }, "Resource"},
-		{"negative cache", func(o *IntrospectionVerifierOptions) { o.MaxCacheEntries = -1 }, "must not be negative"},
+		{"negative cache", func(o *IntrospectionVerifierOptions) { o.MaxCacheEntries = -1 }, "mcpstdio: IntrospectionVerifierOptions.MaxCacheEntries must be >= 0, got -1"},
 	}
 	for _, tt := range tests {
 		opts := valid

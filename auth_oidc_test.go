@@ -119,6 +119,15 @@ func (p *oidcProvider) stop() {
 // token gets an access token of client for resource with scope ("": the
 // client's default).
 func (p *oidcProvider) token(client, resource, scope string) string {
+	p.t.Helper()
+	token, _ := p.tokenWith(client, resource, scope, nil)
+	return token
+}
+
+// tokenWith gets an access token of client for resource with scope ("":
+// the client's default), sending the request's header fields given (a DPoP
+// proof, say), and returns it with its token_type.
+func (p *oidcProvider) tokenWith(client, resource, scope string, header map[string]string) (token, tokenType string) {
 	t := p.t
 	t.Helper()
 	form := url.Values{"grant_type": {"client_credentials"}, "resource": {resource}}
@@ -127,26 +136,30 @@ func (p *oidcProvider) token(client, resource, scope string) string {
 	}
 	var answer struct {
 		AccessToken string `json:"access_token"`
+		TokenType   string `json:"token_type"`
 	}
-	p.post("/token", client, form, &answer)
+	p.post("/token", client, form, &answer, header)
 	if answer.AccessToken == "" {
 		t.Fatalf("no access token for %s", client)
 	}
-	return answer.AccessToken
+	return answer.AccessToken, answer.TokenType
 }
 
 // revoke revokes token, as client.
 func (p *oidcProvider) revoke(client, token string) {
 	p.t.Helper()
-	p.post("/token/revocation", client, url.Values{"token": {token}}, nil)
+	p.post("/token/revocation", client, url.Values{"token": {token}}, nil, nil)
 }
 
-func (p *oidcProvider) post(path, client string, form url.Values, answer any) {
+func (p *oidcProvider) post(path, client string, form url.Values, answer any, header map[string]string) {
 	t := p.t
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, p.issuer+path, strings.NewReader(form.Encode()))
 	if err != nil {
 		t.Fatal(err)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.SetBasicAuth(client, client+"-secret")
@@ -405,7 +418,7 @@ func TestOIDCKeyRotationAndIssuerDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(h)
-	t.Cleanup(func() { h.CloseStreams(); srv.Close(); h.Close() })
+	t.Cleanup(func() { h.endStreams(); srv.Close(); h.Close() })
 	list := func(token string) attackResult {
 		t.Helper()
 		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{`+meta2026+`}}`))

@@ -37,6 +37,21 @@ var testPrincipals = staticVerifier{
 // the gate with testPrincipals, mcp:read required and mcp:admin for echo.
 func newAuthTestServer(t *testing.T, opts HTTPOptions) *httpTestServer {
 	t.Helper()
+	opts.Logger = quietLogger()
+	opts.Auth = &AuthOptions{
+		Resource:             testResource,
+		AuthorizationServers: []string{"https://as.example.test"},
+		Verifier:             testPrincipals,
+		Scopes:               []string{"mcp:read"},
+		ToolScopes:           map[string][]string{"echo": {"mcp:admin"}},
+	}
+	return newHTTPTestServer(t, newWhoamiRuntime(t), opts)
+}
+
+// newWhoamiRuntime is the reference catalog plus a "whoami" tool, which
+// answers the principal of its request and its scopes.
+func newWhoamiRuntime(t *testing.T) *Runtime {
+	t.Helper()
 	rt := newHTTPCatalogRuntime(t)
 	err := rt.AddTool(Tool{Name: "whoami"}, func(ctx context.Context, req *HandlerRequest) (*ToolResult, error) {
 		fromCtx := PrincipalFromContext(ctx)
@@ -48,15 +63,7 @@ func newAuthTestServer(t *testing.T, opts HTTPOptions) *httpTestServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts.Logger = quietLogger()
-	opts.Auth = &AuthOptions{
-		Resource:             testResource,
-		AuthorizationServers: []string{"https://as.example.test"},
-		Verifier:             testPrincipals,
-		Scopes:               []string{"mcp:read"},
-		ToolScopes:           map[string][]string{"echo": {"mcp:admin"}},
-	}
-	return newHTTPTestServer(t, rt, opts)
+	return rt
 }
 
 // bearer returns header with Authorization: Bearer token added.
@@ -73,13 +80,22 @@ const (
 	echoCall2026    = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"},` + meta2026 + `}}`
 )
 
-// TestAuthMetadata: both well-known documents answer without a token and
-// describe the resource; other methods are refused.
+// TestAuthMetadata: ProtectedResourceMetadata names the path the
+// challenges point to; mounted there, its handler answers without a token
+// and describes the resource, and refuses other methods. Without Auth there
+// is none.
 func TestAuthMetadata(t *testing.T) {
 	s := newAuthTestServer(t, HTTPOptions{})
 	base := strings.TrimSuffix(s.url, "/mcp")
 	want := `{"resource":"https://mcp.example.test/mcp","authorization_servers":["https://as.example.test"],"scopes_supported":["mcp:read","mcp:admin"],"bearer_methods_supported":["header"]}`
-	for _, path := range []string{"/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"} {
+	if path, _ := s.h.ProtectedResourceMetadata(); !strings.Contains(wantMetadataURL, `"https://mcp.example.test`+path+`"`) {
+		t.Fatalf("ProtectedResourceMetadata's path %q, want that of the challenges' %s", path, wantMetadataURL)
+	}
+	plain := newHTTPTestServer(t, nil, HTTPOptions{})
+	if path, handler := plain.h.ProtectedResourceMetadata(); path != "" || handler != nil {
+		t.Fatalf("without Auth: ProtectedResourceMetadata returned %q, %v; want none", path, handler)
+	}
+	for _, path := range []string{"/.well-known/oauth-protected-resource/mcp"} {
 		resp, err := http.Get(base + path)
 		if err != nil {
 			t.Fatal(err)
@@ -290,7 +306,7 @@ func TestNewHTTPHandlerValidatesAuth(t *testing.T) {
 // fields RFC 9728 names, ScopesSupported overriding the default.
 func TestAuthMetadataDocumentFields(t *testing.T) {
 	g, err := newAuthGate(&AuthOptions{Resource: "https://x.example/", AuthorizationServers: []string{"https://as.example"}, Verifier: testPrincipals,
-		ScopesSupported: []string{"a"}, Scopes: []string{"b"}, ResourceName: "X"})
+		ScopesSupported: []string{"a"}, Scopes: []string{"b"}, ResourceName: "X"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

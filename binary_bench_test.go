@@ -11,27 +11,31 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"mcpstdio/internal/cannedecho"
 )
 
 // baselineEnv makes the test binary act as the baseline program, the limit
-// of a Go process on these pipes as limits.sh's fastecho is: it reads 1 MiB
-// at a time, finds the lines with a byte scan and answers each with a canned
-// result carrying its id and its text copied byte for byte, all the answers
-// to one read in one write. No JSON decoding, no MCP.
+// of a Go process on these pipes, which bench/lineecho is too: it reads
+// 1 MiB at a time, finds the lines with a byte scan and answers each with a
+// canned result carrying its id and its text copied byte for byte, all the
+// answers to one read in one write (cannedecho.ServeLines). No JSON
+// decoding, no MCP.
 const baselineEnv = "MCPSTDIO_BASELINE_SERVER"
 
-// floorEnv makes the test binary act as the pipeline floor: the canned
-// answers of the baseline, passed through the goroutines SPEC §1 prescribes
-// (reader, coordinator, worker, coordinator, single in-flight writer) with
-// nothing else done on the way. What it costs over the baseline is what the
-// architecture costs before any JSON-RPC, MCP or bookkeeping work.
+// floorEnv makes the test binary act as the pipeline floor: the canned answers
+// of the baseline, passed through the goroutines the design prescribes
+// (docs/explanation/contract.md, "Layers") (reader, coordinator, worker,
+// coordinator, single in-flight writer) with nothing else done on the way. What
+// it costs over the baseline is what the architecture costs before any
+// JSON-RPC, MCP or bookkeeping work.
 //
 // Set to "direct" instead of "1", it is the path the server takes for an
 // inline tool on a pipe, with nothing done on the way: a reading goroutine
 // hands lines to a loop that answers them itself and writes the answers to
 // the lines taken between two waits in one write, with no workers and no
 // writing goroutine. What it costs over the baseline is the hand-off from
-// the reading goroutine, which SPEC §1 prescribes; what the server costs
+// the reading goroutine, which the design prescribes; what the server costs
 // over it is the server's own work.
 const floorEnv = "MCPSTDIO_FLOOR_SERVER"
 
@@ -42,78 +46,27 @@ const benchFlagsEnv = "MCPSTDIO_BENCH_FLAGS"
 func TestMain(m *testing.M) {
 	switch {
 	case os.Getenv(baselineEnv) == "1":
-		runBaseline(os.Stdin, os.Stdout)
+		if cannedecho.ServeLines(os.Stdin, os.Stdout) != nil {
+			os.Exit(1)
+		}
 		os.Exit(0)
 	case os.Getenv(httpBaselineEnv) != "":
 		if err := runHTTPBaseline(os.Stdin, os.Stdout, os.Getenv(httpBaselineEnv)); err != nil {
 			os.Exit(1)
 		}
 		os.Exit(0)
+	case os.Getenv(stdioChildEnv) != "":
+		os.Exit(runStdioChild(os.Getenv(stdioChildEnv)))
 	case os.Getenv(floorEnv) != "":
-		out, restoreOutput, err := isolateOutput(os.Stdout, os.Stderr)
+		stdio, err := openStdio()
 		if err != nil {
 			os.Exit(1)
 		}
-		in, restoreInput := pollableInput(os.Stdin)
-		runPipelineFloor(in, out, os.Getenv(floorEnv) == "direct")
-		restoreInput()
-		restoreOutput()
+		runPipelineFloor(stdio.in, stdio.out, os.Getenv(floorEnv) == "direct")
+		stdio.restore()
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
-}
-
-func runBaseline(in io.Reader, out io.Writer) {
-	r := bufio.NewReaderSize(in, 1<<20)
-	w := bufio.NewWriterSize(out, 1<<20)
-	for {
-		line, err := r.ReadSlice('\n')
-		if err != nil {
-			return
-		}
-		w.Write(cannedResponse(w.AvailableBuffer(), line))
-		if r.Buffered() == 0 { // the answers to one read go out in one write
-			w.Flush()
-		}
-	}
-}
-
-// cannedResponse appends to dst a tools/call result with line's id and the
-// contents of its first "text" string, copied as they are.
-func cannedResponse(dst, line []byte) []byte {
-	id := []byte("null")
-	if i := bytes.Index(line, []byte(`"id":`)); i >= 0 {
-		rest := line[i+5:]
-		if j := bytes.IndexAny(rest, ",}"); j >= 0 {
-			id = rest[:j]
-		}
-	}
-	var text []byte
-	if i := bytes.Index(line, []byte(`"text":"`)); i >= 0 {
-		text = line[i+8:]
-		// The string ends at the first quote after an even run of
-		// backslashes; IndexByte finds quotes as fast as fastecho scans.
-		for j := 0; ; j++ {
-			k := bytes.IndexByte(text[j:], '"')
-			if k < 0 {
-				break
-			}
-			j += k
-			backslashes := 0
-			for backslashes < j && text[j-1-backslashes] == '\\' {
-				backslashes++
-			}
-			if backslashes%2 == 0 {
-				text = text[:j]
-				break
-			}
-		}
-	}
-	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
-	dst = append(dst, id...)
-	dst = append(dst, `,"result":{"content":[{"type":"text","text":"`...)
-	dst = append(dst, text...)
-	return append(dst, `"}]}}`+"\n"...)
 }
 
 // floorLine is a line the floor's reading goroutine hands over, with more
@@ -130,7 +83,7 @@ type floorLine struct {
 func answerDirect(lines <-chan floorLine, out io.Writer) {
 	var frames []byte
 	for l := range lines {
-		frames = cannedResponse(frames, l.line)
+		frames = cannedecho.AppendLine(frames, l.line)
 		more := l.more
 	ready:
 		for range maxReady - 1 {
@@ -140,7 +93,7 @@ func answerDirect(lines <-chan floorLine, out io.Writer) {
 					more = false
 					break ready
 				}
-				frames, more = cannedResponse(frames, next.line), next.more
+				frames, more = cannedecho.AppendLine(frames, next.line), next.more
 			default:
 				break ready
 			}
@@ -186,7 +139,7 @@ func runPipelineFloor(in io.Reader, out io.Writer, direct bool) {
 	for range defaultMaxConcurrency {
 		go func() {
 			for line := range jobs {
-				outcomes <- cannedResponse(nil, line)
+				outcomes <- cannedecho.AppendLine(nil, line)
 			}
 		}()
 	}
@@ -386,22 +339,5 @@ func BenchmarkBinaryVsBaseline(b *testing.B) {
 				}
 			}
 		})
-	}
-}
-
-// The baseline's canned answer carries the request's id and its text as
-// sent, however the text's quotes and backslashes are escaped.
-func TestCannedResponse(t *testing.T) {
-	tests := []struct{ line, want string }{
-		{`{"id":7,"params":{"arguments":{"text":"plain"}}}`, `{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"plain"}]}}` + "\n"},
-		{`{"id":"a","params":{"arguments":{"text":"say \"hi\""}}}`, `{"jsonrpc":"2.0","id":"a","result":{"content":[{"type":"text","text":"say \"hi\""}]}}` + "\n"},
-		{`{"id":1,"params":{"arguments":{"text":"ends in \\"}}}`, `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"ends in \\"}]}}` + "\n"},
-		{`{"id":2,"params":{"arguments":{"text":"\\\"q\\\\"}}}`, `{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"\\\"q\\\\"}]}}` + "\n"},
-		{`{"id":3}`, `{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":""}]}}` + "\n"},
-	}
-	for _, tt := range tests {
-		if got := string(cannedResponse(nil, []byte(tt.line))); got != tt.want {
-			t.Errorf("cannedResponse(%s)\n got %s\nwant %s", tt.line, got, tt.want)
-		}
 	}
 }

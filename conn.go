@@ -77,7 +77,7 @@ func errorAnswer(id string, e *RPCError) finalFrame {
 type connConfig struct {
 	dispatcher Dispatcher
 	out        outlet
-	sub        *Submitter // the connection's own; closed by close
+	sub        *submitter // the connection's own; closed by close
 	log        *slog.Logger
 	// values is the context whose values handlers' contexts carry (see
 	// jobContext.values); its cancellation is not theirs.
@@ -143,7 +143,7 @@ type connection struct {
 	// canonical id, other messages (notifications, untracked ids) by
 	// execution reference. Their maps are made when first needed.
 	byID      executionsByID
-	untracked map[ExecutionRef]*execution
+	untracked map[executionRef]*execution
 
 	// Messages that arrived while an initialize was admitted and not
 	// finished (initializing > 0), oldest first, with the sum of their
@@ -215,13 +215,13 @@ func (c *connection) makeChannels() {
 // one request an Inline tool serves on the owner without a worker, then
 // never registers one (no outcome channel, no executor lock) and makes no
 // channels for workers' Peers (makeChannels). Until then the submitter's
-// Outcomes channel and the connection's calls are nil, never ready.
+// outcomes channel and the connection's calls are nil, never ready.
 type lazySubmitterOutlet interface {
 	registerSubmitter()
 }
 
 // submitter returns the connection's submitter, registered.
-func (c *connection) submitter() *Submitter {
+func (c *connection) submitter() *submitter {
 	if c.subUnregistered {
 		c.subUnregistered = false
 		c.makeChannels()
@@ -257,14 +257,14 @@ type execution struct {
 
 	// The executor's record of the job, which holds its execution reference
 	// once admitted. The connection submits it unindexed (see
-	// Submitter.submit): it refuses duplicate ids itself.
+	// submitter.submit): it refuses duplicate ids itself.
 	job job
 
 	// The worker's side: the envelope to admit, the Request admitted from
 	// it, the Peer and the result. onMessage sets env and req's Session and
 	// Header before the job is submitted; after that the owner never
 	// touches env, req or peer. It reads result only after the job's
-	// OutcomeCompleted arrived (the channel orders the worker's write before
+	// outcomeCompleted arrived (the channel orders the worker's write before
 	// that read), never for a job it cancelled or that timed out.
 	env    envelope
 	req    Request
@@ -345,13 +345,29 @@ type workResult struct {
 // messages held.
 func (c *connection) pending() int { return c.byID.len() + len(c.untracked) + len(c.held) }
 
+// dropEmptyMaps lets go of the maps of executions and server-to-client
+// requests when they hold none: an empty map keeps what it grew to, which
+// a connection that waits long for its next message (a parked HTTP
+// session) need not hold. The next message makes them again.
+func (c *connection) dropEmptyMaps() {
+	if c.byID.len() == 0 {
+		c.byID.m = nil
+	}
+	if len(c.untracked) == 0 {
+		c.untracked = nil
+	}
+	if len(c.outgoing) == 0 {
+		c.outgoing = nil
+	}
+}
+
 // close cancels all work still admitted; nothing more is written. Calls
 // waiting on the connection fail.
 func (c *connection) close() {
 	c.abandonOperations()
 	c.sessionEnded()
 	if !c.subUnregistered {
-		c.sub.Close()
+		c.sub.close()
 		close(c.done)
 	}
 	for _, s := range c.subs {
@@ -376,7 +392,7 @@ type message struct {
 	// hold, when not nil, is the reservation of the message's bytes (an
 	// HTTP body, counted from before it was read), which its job holds
 	// instead of counting size.
-	hold *Reservation
+	hold *reservation
 	// raw is the message's bytes, for a batch to be split into its
 	// members (see onBatch); nil where the transport serves no batches.
 	raw []byte
@@ -388,9 +404,9 @@ type message struct {
 	space *runtimeExecution
 }
 
-// onMessage runs steps 3 to 7 of the per-line pipeline (SPEC §4) for m.
-// While an initialize is in flight the message is held instead of
-// submitted.
+// onMessage runs steps 3 to 7 of the per-line pipeline
+// (docs/explanation/contract.md, "The per-line pipeline") for m. While an
+// initialize is in flight the message is held instead of submitted.
 func (c *connection) onMessage(m message) error {
 	env, r := m.env, m.route
 	if c.acceptsBatch(m) {
@@ -456,12 +472,12 @@ func (c *connection) submit(ex *execution) error {
 		}
 	}
 	c.startOperation(ex)
-	if c.servedInline(ex) {
-		return c.runInline(ex)
+	if d := c.inlineDispatcherFor(ex); d != nil {
+		return c.runInline(ex, d)
 	}
 	ref, err := c.submitter().submit(&ex.job, c.requestTimeout)
 	switch {
-	case errors.Is(err, ErrOverloaded):
+	case errors.Is(err, errOverloaded):
 		ex.endOperation(OperationEnd{Outcome: OperationRefused, ErrorCode: errCapacity.Code, ErrorMessage: errCapacity.Message, RefusedReason: "capacity"})
 		return c.answer(ex.route, ex.errorAnswer(errCapacity))
 	case err != nil: // the executor closed under us
@@ -476,7 +492,7 @@ func (c *connection) submit(ex *execution) error {
 		c.byID.put(ex)
 	} else {
 		if c.untracked == nil {
-			c.untracked = make(map[ExecutionRef]*execution)
+			c.untracked = make(map[executionRef]*execution)
 		}
 		c.untracked[ref] = ex
 	}
@@ -511,14 +527,14 @@ func (c *connection) inFlight(id string) bool {
 func (ex *execution) execute(ctx context.Context) any {
 	c := ex.conn
 	ex.peer = requestPeer{calls: c.calls, done: c.done, ex: ex}
-	ex.serve(ctx, &ex.peer)
+	ex.serve(ctx, c.dispatcher, &ex.peer)
 	return nil
 }
 
-// serve dispatches ex's message with ctx and peer (its own Peer, or an
+// serve dispatches ex's message to d with ctx and peer (its own Peer, or an
 // inline request's) and keeps the result.
-func (ex *execution) serve(ctx context.Context, peer *requestPeer) {
-	ex.result = serveEnvelope(ex.observedContext(ctx), ex.conn.dispatcher, &ex.req, ex.env, ex.id, peer)
+func (ex *execution) serve(ctx context.Context, d Dispatcher, peer *requestPeer) {
+	ex.result = serveEnvelope(ex.observedContext(ctx), d, &ex.req, ex.env, ex.id, peer)
 }
 
 // serveEnvelope admits env, a decoded message whose canonical id is id,

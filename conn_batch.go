@@ -84,7 +84,7 @@ func batchFrame(frames [][]byte) []byte {
 // is in flight no array is: it is held with the other messages, and judged
 // by the version the initialize negotiates (releaseHeld).
 func (c *connection) acceptsBatch(m message) bool {
-	return m.env.kind == kindArray && m.raw != nil && c.initializing == 0 && AcceptsBatches(c.session.ProtocolVersion)
+	return m.env.kind == kindArray && m.raw != nil && c.initializing == 0 && acceptsBatches(c.session.ProtocolVersion)
 }
 
 // onBatch serves the members of the batch m, each as a message of its own

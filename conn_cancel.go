@@ -26,11 +26,12 @@ func (c *connection) onInputEnd() error {
 	return nil
 }
 
-// onCancel handles notifications/cancelled inline (SPEC §6.2): the named
-// in-flight request is cancelled and forgotten at once, so nothing is ever
-// written for it and its id can be reused by the very next message; a named
-// subscription closes without a final message. An initialize cannot be
-// cancelled. Unknown ids and malformed params are ignored.
+// onCancel handles notifications/cancelled inline
+// (docs/explanation/contract.md, "Coordinator"): the named in-flight request is
+// cancelled and forgotten at once, so nothing is ever written for it and its id
+// can be reused by the very next message; a named subscription closes without a
+// final message. An initialize cannot be cancelled. Unknown ids and malformed
+// params are ignored.
 func (c *connection) onCancel(params []byte) error {
 	id, ok := cancelledID(params)
 	if !ok {

@@ -458,16 +458,16 @@ func runSequence(t testing.TB, stdio bool, data []byte) {
 		served: make(chan error, 1), read: make(chan struct{}), input: newSeqQueue()}
 	r.cfg = decodeSeqConfig(r.next(), stdio)
 	r.srv = newSeqServer(t, nil)
-	eopts := ExecutorOptions{MaxConcurrency: seqMaxConcurrency, MaxQueue: 1024, Timeout: -1}
+	eopts := ExecutorOptions{MaxConcurrency: seqMaxConcurrency, MaxQueue: 1024, Timeout: Unlimited}
 	if r.cfg.overload {
-		eopts = ExecutorOptions{MaxConcurrency: 2, MaxQueue: 2, MaxInflightBytes: 2048, Timeout: -1}
+		eopts = ExecutorOptions{MaxConcurrency: 2, MaxQueue: 2, MaxInflightBytes: 2048, Timeout: Unlimited}
 	}
 	exec, err := NewExecutor(eopts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.exec = exec
-	opts := Options{MaxLineBytes: seqMaxLine, Executor: exec, Logger: quietLogger(), RequestTimeout: -1,
+	opts := Options{MaxLineBytes: seqMaxLine, Executor: exec, Logger: quietLogger(), RequestTimeout: Unlimited,
 		NotificationMethods: []string{seqAppNotification}}
 	if stdio {
 		r.output = newSeqQueue()
@@ -1520,7 +1520,7 @@ func (r *seqRun) versionAt(index int) string {
 // accepted reports whether b is served as a batch: it is not empty and the
 // connection had negotiated 2025-03-26 when it arrived.
 func (r *seqRun) accepted(b *seqBatch) bool {
-	return !b.empty && AcceptsBatches(r.versionAt(b.index))
+	return !b.empty && acceptsBatches(r.versionAt(b.index))
 }
 
 // checkAnswers checks, once the connection has ended, that each request got

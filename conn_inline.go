@@ -21,11 +21,13 @@ import (
 // Its answer is admitted against the byte budget as any answer is.
 
 // inlineDispatcher is a Dispatcher that tells which requests it serves
-// without blocking. servesInline is called by the owner for each request
-// before it is submitted, with its method and raw params; it must be cheap
-// and must not block.
+// without blocking. inlineFor is called by the owner for each request before
+// it is submitted, with its method and raw params; it must be cheap and must
+// not block. It returns the Dispatcher the owner serves the request with
+// (the Runtime serves an Inline tool's calls timed, to log one that blocks),
+// or nil: the request goes to a worker.
 type inlineDispatcher interface {
-	servesInline(method string, params []byte) bool
+	inlineFor(method string, params []byte) Dispatcher
 }
 
 // maxInlineNotifications bounds the notifications (progress, log messages)
@@ -103,19 +105,22 @@ func (n *inlineNotes) ended() bool {
 	return n.taken
 }
 
-// servedInline reports whether ex, admitted and ready to submit, is a
-// request its dispatcher serves without blocking.
-func (c *connection) servedInline(ex *execution) bool {
+// inlineDispatcherFor returns the Dispatcher that serves ex, admitted and
+// ready to submit, without blocking; nil when a worker serves it.
+func (c *connection) inlineDispatcherFor(ex *execution) Dispatcher {
 	d, ok := c.dispatcher.(inlineDispatcher)
-	return ok && ex.request && !ex.gates && d.servesInline(ex.method, ex.env.params)
+	if !ok || !ex.request || ex.gates {
+		return nil
+	}
+	return d.inlineFor(ex.method, ex.env.params)
 }
 
-// runInline runs ex on the owner and answers it, after the notifications
-// its handler sent. A panic that escapes the dispatcher is answered as a
-// failed worker's would be. An execution in a record of the connection's
-// own gives its handler a side record (inlineSide) and is recycled once
-// answered.
-func (c *connection) runInline(ex *execution) error {
+// runInline runs ex on the owner with d (from inlineDispatcherFor) and
+// answers it, after the notifications its handler sent. A panic that
+// escapes the dispatcher is answered as a failed worker's would be. An
+// execution in a record of the connection's own gives its handler a side
+// record (inlineSide) and is recycled once answered.
+func (c *connection) runInline(ex *execution, d Dispatcher) error {
 	ex.inline = true
 	ctx, peer, notes := &ex.job.ctx, &ex.peer, &ex.notes
 	var lender frameLender
@@ -134,14 +139,14 @@ func (c *connection) runInline(ex *execution) error {
 		}
 	}
 	*peer = requestPeer{calls: c.calls, done: c.done, inline: notes}
-	o := Outcome{Kind: OutcomeCompleted}
+	o := jobOutcome{kind: outcomeCompleted}
 	func() {
 		defer func() {
 			if p := recover(); p != nil {
-				o = Outcome{Kind: OutcomeFailed, Panic: p}
+				o = jobOutcome{kind: outcomeFailed, panicValue: p}
 			}
 		}()
-		ex.serve(ctx, peer)
+		ex.serve(ctx, d, peer)
 	}()
 	// From here a Peer kept past the return fails with ErrRequestEnded.
 	ctx.cancel(context.Canceled)

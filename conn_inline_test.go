@@ -46,7 +46,7 @@ func toolAnswer(id int, text string) string {
 // refused for capacity.
 func TestInlineToolAnsweredWhileWorkersBusy(t *testing.T) {
 	entered, release := make(chan struct{}, 1), make(chan struct{})
-	h := startHarnessWith(t, Options{MaxConcurrency: 1, MaxQueue: -1}, inlineRuntime(t, entered, release))
+	h := startHarnessWith(t, Options{MaxConcurrency: 1, MaxQueue: None}, inlineRuntime(t, entered, release))
 	h.send(inlineCall(1, "slow", ""))
 	waitFor(t, entered, "the slow tool")
 	h.expectAnswer(inlineCall(2, "quick", ""), toolAnswer(2, "quick"))
@@ -144,8 +144,8 @@ func TestInlineOnlyForInlineTools(t *testing.T) {
 		{"tools/list", `{"name":"quick"}`, false},
 	}
 	for _, tt := range tests {
-		if got := rt.servesInline(tt.method, []byte(tt.params)); got != tt.want {
-			t.Errorf("servesInline(%s, %s) = %v, want %v", tt.method, tt.params, got, tt.want)
+		if got := rt.inlineFor(tt.method, []byte(tt.params)) != nil; got != tt.want {
+			t.Errorf("inlineFor(%s, %s) != nil is %v, want %v", tt.method, tt.params, got, tt.want)
 		}
 	}
 }
@@ -279,7 +279,7 @@ func TestInlineAnswerBuiltInLentFrame(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer e.Close()
-			c := newConnection(connConfig{dispatcher: newCatalogRuntime(t), out: o, sub: e.NewSubmitter(), log: quietLogger()})
+			c := newConnection(connConfig{dispatcher: newCatalogRuntime(t), out: o, sub: e.newSubmitter(), log: quietLogger()})
 			defer c.close()
 			env, err := decodeEnvelope(line)
 			if err != nil {

@@ -34,7 +34,8 @@ type connSide[M, E any] interface {
 	finished() (bool, error)
 	// idle is called whenever the loop has taken every event that was
 	// ready, before it waits for the next: the transport writes what it
-	// holds (a direct writer's frames).
+	// holds (a direct writer's frames). errConnYielded ends the loop
+	// without ending the connection.
 	idle() error
 	// drain waits until every frame handed over is written (or the output
 	// failed), after the executor closed and every pending request was
@@ -45,6 +46,12 @@ type connSide[M, E any] interface {
 // errConnDone is what a connSide's handler returns to end the loop
 // normally: serveConnection then returns nil.
 var errConnDone = errors.New("mcpstdio: connection done")
+
+// errConnYielded is what a connSide's idle returns when its goroutine gives
+// the connection up without ending it, for another goroutine to own and
+// serve later (an HTTP session that parks): serveConnection returns it at
+// once and touches nothing of the connection after idle returned.
+var errConnYielded = errors.New("mcpstdio: connection yielded")
 
 // maxReady bounds the events serveConnection takes in a row from the busy
 // channels before it lets the transport write (idle) and waits on every
@@ -59,6 +66,8 @@ const maxReady = 64
 // returns:
 //
 //   - errConnDone ends the loop normally: nil;
+//   - errConnYielded (from idle) ends the loop, not the connection: it is
+//     returned as it is;
 //   - ErrExecutorClosed (an injected executor closed): every pending request
 //     is answered -32603 "Request worker failed", the answers are written
 //     (drain), and ErrExecutorClosed is returned;
@@ -69,7 +78,11 @@ const maxReady = 64
 // ready (outcomes first, then the transport's events and input) without
 // waiting on every channel at once, maxReady at most in a row.
 func serveConnection[M, E any](ctx context.Context, c *connection, side connSide[M, E]) (err error) {
-	defer func() { c.endErr = err }() // what the session's end reports (sessionEnded)
+	defer func() {
+		if err != errConnYielded {
+			c.endErr = err // what the session's end reports (sessionEnded)
+		}
+	}()
 	ready := 0
 	for {
 		if done, err := side.finished(); done {
@@ -80,7 +93,10 @@ func serveConnection[M, E any](ctx context.Context, c *connection, side connSide
 			ready++
 		} else {
 			ready = 0
-			if err = side.idle(); err == nil {
+			if err = side.idle(); err == errConnYielded {
+				return err // c may be another goroutine's already
+			}
+			if err == nil {
 				err = waitEvent(ctx, c, side)
 			}
 		}
@@ -98,7 +114,7 @@ func serveConnection[M, E any](ctx context.Context, c *connection, side connSide
 // (cheap calls need no hand-off to wait for: see conn_inline.go).
 func takeReady[M, E any](c *connection, side connSide[M, E], err *error) bool {
 	select {
-	case o := <-c.sub.Outcomes():
+	case o := <-c.sub.outcomes:
 		*err = c.onOutcome(o)
 		return true
 	default:
@@ -125,7 +141,7 @@ func waitEvent[M, E any](ctx context.Context, c *connection, side connSide[M, E]
 		return side.onInput(m)
 	case ev := <-side.events():
 		return side.onEvent(ev)
-	case o := <-c.sub.Outcomes():
+	case o := <-c.sub.outcomes:
 		return c.onOutcome(o)
 	case call := <-c.calls:
 		return c.onPeerCall(call)

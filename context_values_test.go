@@ -64,7 +64,7 @@ func TestHandlerContextCarriesHTTPRequestValues(t *testing.T) {
 		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxProbeKey{}, "from the request")))
 	})
 	srv := httptest.NewServer(mw)
-	t.Cleanup(func() { h.CloseStreams(); srv.Close(); h.Close() })
+	t.Cleanup(func() { h.endStreams(); srv.Close(); h.Close() })
 	s := &httpTestServer{t: t, url: srv.URL + "/mcp", h: h, rt: rt}
 	resp := s.post(stateless("tools/call", "probe"), toolCall("1", "probe", meta2026With("")))
 	if body := readBody(t, resp); !strings.Contains(body, `value: from the request"`) {
@@ -123,8 +123,8 @@ func TestJobContextDetachedFromCallerCancellation(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	sub := e.NewSubmitter()
-	defer sub.Close()
+	sub := e.newSubmitter()
+	defer sub.close()
 	caller, cancelCaller := context.WithCancelCause(context.WithValue(context.Background(), ctxProbeKey{}, "v"))
 	type seen struct {
 		value                       any
@@ -158,7 +158,7 @@ func TestJobContextDetachedFromCallerCancellation(t *testing.T) {
 	cancelCaller(errors.New("the caller went away"))
 	close(callerEnded)
 	<-cancelled
-	sub.Cancel("k")
+	sub.cancel("k")
 	got := waitFor(t, result, "the job to see its cancellation")
 	if got.value != "v" || got.derivedDoneAfterCallerEnded || got.causeAfterCallerEnded != nil || !errors.Is(got.causeAfterCancel, context.Canceled) {
 		t.Fatalf("the job saw %+v; want the value, a derived context live after the caller ended, no cause then, context.Canceled after its own cancel", got)
@@ -174,8 +174,8 @@ func BenchmarkJobContextValue(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer e.Close()
-	sub := e.NewSubmitter()
-	defer sub.Close()
+	sub := e.newSubmitter()
+	defer sub.close()
 	caller, cancel := context.WithCancel(context.WithValue(context.Background(), ctxProbeKey{}, "v"))
 	defer cancel()
 	done := make(chan struct{})

@@ -49,7 +49,7 @@ func newCoordinator(ctx context.Context, t *Transport, source messageSource, wri
 	c.conn = newConnection(connConfig{
 		dispatcher:       t.dispatcher,
 		out:              c,
-		sub:              t.executor.NewSubmitter(),
+		sub:              t.executor.newSubmitter(),
 		log:              t.opts.Logger,
 		values:           ctx,
 		requestTimeout:   t.opts.RequestTimeout,
@@ -61,7 +61,7 @@ func newCoordinator(ctx context.Context, t *Transport, source messageSource, wri
 	})
 	if !t.ownsExec {
 		// The transport's own executor closes only after Serve returned.
-		c.conn.executorDone = t.executor.Done()
+		c.conn.executorDone = t.executor.done
 	}
 	if src, ok := t.dispatcher.(ChangeSource); ok {
 		c.changes = newChangeBox()
@@ -114,11 +114,11 @@ func (c *coordinator) finished() (bool, error) {
 }
 
 // idle writes the frames taken since the last wait (a direct writer's; a
-// writing goroutine has them already), unless the source is about to hand
-// over a line it has already read and the coordinator will take it: the
-// frames then go out with that line's, in one write, as a client that sent
-// several lines in one write gets them (SPEC §3 lets frames that become
-// ready between two waits go out together). The wait is the source's
+// writing goroutine has them already), unless the source is about to hand over
+// a line it has already read and the coordinator will take it: the frames then
+// go out with that line's, in one write, as a client that sent several lines in
+// one write gets them (docs/explanation/contract.md, "Framing" lets frames that
+// become ready between two waits go out together). The wait is the source's
 // decoding of one line; the frames held stay under aheadBytes (input).
 func (c *coordinator) idle() error {
 	if c.moreComing && c.input() != nil {

@@ -271,7 +271,9 @@ func TestAnswersToTheLinesOfOneReadShareAWrite(t *testing.T) {
 			t.Fatal(err)
 		}
 		src := make(chanSource)
-		tr.newSource = func() messageSource { return src }
+		tr.connect = func() (messageSource, *frameWriter, func(), error) {
+			return src, newFrameWriter(out, tr.opts.WriteTimeout), nil, nil
+		}
 		done := make(chan error, 1)
 		go func() { done <- tr.Serve(context.Background()) }()
 		feed := func(id int, more bool) {

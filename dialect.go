@@ -282,8 +282,8 @@ func (m *metaObject) slot(key []byte) *json.RawMessage {
 
 // resolve selects the dialect of req: a 2026 _meta version wins, then the
 // negotiated-version header, else the request is unnegotiated. Errors are the
-// exact JSON-RPC errors of SPEC §7.2 (-32602 for malformed _meta, -32022 for
-// a version that is unknown or not enabled).
+// exact JSON-RPC errors of docs/explanation/contract.md, "Dialects" (-32602 for
+// malformed _meta, -32022 for a version that is unknown or not enabled).
 func (vs versionSet) resolve(req *Request, params *paramsObject, info *dialectInfo) *RPCError {
 	var meta metaObject
 	if rerr := decodeMeta(params, &meta); rerr != nil {

@@ -26,8 +26,9 @@ func meta(extra string) string {
 	return `{"_meta":{` + m + `}}`
 }
 
-// TestMetaValidationErrors covers every -32602 and -32022 of SPEC §7.2 for
-// requests without a negotiated header.
+// TestMetaValidationErrors covers every -32602 and -32022 of
+// docs/explanation/contract.md, "Dialects" for requests without a negotiated
+// header.
 func TestMetaValidationErrors(t *testing.T) {
 	rt := newTestRuntime(t, testOptions())
 	mustAddTool(t, rt, Tool{Name: "t"}, echoTool("x"))

@@ -51,9 +51,9 @@ type Request struct {
 	// ("mcp-protocol-version" once a connection ran initialize). Nil when none.
 	// Over HTTP it holds every header of the POST (the first value of each,
 	// trimmed), and in a session the negotiated version when the POST did
-	// not name it; the HTTP transport leaves out what the Runtime itself
-	// does not read (HTTPHandler.messageHeader), never for another
-	// Dispatcher.
+	// not name it; for a *Runtime without middleware the HTTP transport
+	// leaves out the headers the Runtime does not read, never for another
+	// Dispatcher or for a Runtime's middleware (Runtime.Use).
 	Header map[string]string
 	// Session is a snapshot, taken when the message was admitted, of what the
 	// connection negotiated with initialize.
@@ -160,7 +160,7 @@ type Session struct {
 }
 
 // Reply is the dispatcher's answer to a request: either Result (compact,
-// valid JSON, e.g. from marshalJSON) or Error. Result's bytes are read-only
+// valid JSON) or Error. Result's bytes are read-only
 // once returned: a dispatcher that wraps another may replace Result, never
 // modify it in place.
 type Reply struct {

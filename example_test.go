@@ -41,7 +41,8 @@ func Example() {
 			return &ResourceResult{Contents: []ResourceContents{{Text: "Buy milk"}}}, nil
 		})
 
-	// A real server passes Input: os.Stdin; here one request stands in for a client.
+	// A real server calls ServeStdio(ctx, rt, Options{}); here one request
+	// stands in for a client.
 	in := strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"upper","arguments":{"text":"hi"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`)
 	if err := Serve(context.Background(), rt, Options{Input: in, Output: os.Stdout}); err != nil {
 		log.Fatal(err)
@@ -56,6 +57,7 @@ func ExampleAddTypedTool() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	// region typed-tool
 	type sumIn struct {
 		Numbers []float64 `json:"numbers" jsonschema:"The numbers to add"`
 	}
@@ -70,6 +72,7 @@ func ExampleAddTypedTool() {
 			}
 			return out, nil
 		})
+	// endregion typed-tool
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -104,6 +107,7 @@ func ExampleNewMemoryTransport() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	// region memory
 	tr, client, err := NewMemoryTransport(rt, Options{})
 	if err != nil {
 		log.Fatal(err)
@@ -128,6 +132,8 @@ func ExampleNewMemoryTransport() {
 
 	client.Close() // end of input: Serve answers what it admitted and returns
 	fmt.Println(<-served)
+	// endregion memory
+
 	// Output:
 	// Hello, Ada
 	// <nil>

@@ -58,11 +58,24 @@ func declaresExtension(c *methodCall, name string) bool {
 // capabilitiesDeclare reports whether caps, a client capabilities value (any
 // JSON value, or nil), lists the named extension in its extensions object.
 func capabilitiesDeclare(caps json.RawMessage, name string) bool {
+	return extensionSettings(caps, name) != nil
+}
+
+// extensionSettings returns the settings object caps, a client capabilities
+// value (any JSON value, or nil), declares the named extension with in its
+// extensions object; nil when it does not declare it.
+func extensionSettings(caps json.RawMessage, name string) json.RawMessage {
 	if !isJSONObject(caps) {
-		return false
+		return nil
 	}
 	ext := jsonObject(caps).get("extensions")
-	return isJSONObject(ext) && isJSONObject(jsonObject(ext).get(name))
+	if !isJSONObject(ext) {
+		return nil
+	}
+	if settings := jsonObject(ext).get(name); isJSONObject(settings) {
+		return settings
+	}
+	return nil
 }
 
 // extensionNotDeclared is the -32021 for a request that needs the named

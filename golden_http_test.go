@@ -99,7 +99,7 @@ func runGoldenHTTP(t *testing.T, inPath, outPath string, dispatcher func(*Runtim
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(h)
-	defer func() { h.CloseStreams(); srv.Close(); h.Close() }()
+	defer func() { h.endStreams(); srv.Close(); h.Close() }()
 	var out bytes.Buffer
 	session := ""
 	for line := range bytes.Lines(input) {
@@ -111,7 +111,7 @@ func runGoldenHTTP(t *testing.T, inPath, outPath string, dispatcher func(*Runtim
 		if err := json.Unmarshal(line, &req); err != nil {
 			t.Fatalf("transcript line %s: %v", line, err)
 		}
-		answer, id := doGoldenHTTP(t, srv.URL+DefaultHTTPPath, req, session)
+		answer, id := doGoldenHTTP(t, srv.URL+mcpPath, req, session)
 		if id != "" {
 			session = id
 		}

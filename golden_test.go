@@ -15,7 +15,7 @@ import (
 	"testing"
 )
 
-var updateGolden = flag.Bool("update", false, "rewrite the golden transcripts' .out.jsonl files")
+var updateGolden = flag.Bool("update", false, "rewrite the golden files: the transcripts' .out.jsonl files (TestGolden*) and the documentation's generated blocks (TestDocs*, which go generate runs)")
 
 // goldenSync is sent after every transcript line; its answer marks the end of
 // that line's output and is left out of the transcript.

@@ -17,6 +17,7 @@ package main
 //     JSON-RPC batches (conn_batch.go).
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -32,7 +33,7 @@ import (
 
 // HTTP transport defaults.
 const (
-	DefaultHTTPPath           = "/mcp"
+	DefaultMaxBodyBytes       = 2_000_000
 	DefaultMaxSessions        = 1024
 	DefaultMaxListenStreams   = 1024
 	DefaultSessionIdleTimeout = 30 * time.Minute
@@ -48,15 +49,15 @@ const (
 // mirror the request body.
 const CodeHeaderMismatch = -32020
 
-// HTTPOptions configure an HTTPHandler. A zero value means the default.
+// HTTPOptions configure an HTTPHandler. A zero value means the default, and
+// a field says when it also takes Unlimited or None (see Unlimited for the
+// rule every options struct follows).
 type HTTPOptions struct {
-	// Path is the MCP endpoint (default "/mcp"); other paths answer 404.
-	Path string
-	// MaxBodyBytes limits one POST body (default 2,000,000, as
-	// MaxLineBytes); a longer one is refused 413 without being read whole.
+	// MaxBodyBytes limits one POST body (default 2,000,000); a longer one
+	// is refused 413 without being read whole.
 	MaxBodyBytes int
 	// RequestTimeout is each request's deadline, counted from when it starts
-	// running; 0 means the executor's default (30s), negative means none.
+	// running; 0 means the executor's default (30s), Unlimited none.
 	RequestTimeout time.Duration
 	// MaxSubscriptions limits what one client keeps subscribed (default
 	// 32), as Options.MaxSubscriptions does on stdio: in a session, its
@@ -67,16 +68,24 @@ type HTTPOptions struct {
 	// -32603 "Server subscription capacity exhausted".
 	MaxSubscriptions int
 	MaxListenStreams int
-	// MaxSessions limits live initialize-era sessions (default 1024); an
-	// initialize beyond it is refused 503 (a session idle for
-	// SessionIdleTimeout has ended by then).
+	// MaxSessions limits live initialize-era sessions (default 1024), which
+	// clients share work-conservingly: a client alone may create them all.
+	// At the cap an initialize takes the place of an idle session (no
+	// request running, no stream open): the longest-idle one of the client
+	// holding the most sessions, if that client holds at least two more
+	// than the newcomer's, else the newcomer's own client's longest-idle
+	// one. The session taken has ended: its client's next request is
+	// answered 404, as after SessionIdleTimeout. When no session can be
+	// taken the initialize is refused 503 with -32603 "Server session
+	// capacity exhausted".
 	MaxSessions int
-	// MaxClientSessions limits the live sessions one client created (0: a
-	// quarter of MaxSessions; negative: MaxSessions), so that one client
-	// keeping sessions open (with GET streams, say) cannot take them all;
-	// an initialize beyond it is refused 503 as beyond MaxSessions. The
-	// client is as for the executor's shares (see ClientKey): ClientKey's
-	// answer, else the principal, else the remote address.
+	// MaxClientSessions is one client's share of MaxSessions (0, the
+	// default: all of them). It binds only at the cap, and only what a
+	// client takes from the others: a client holding fewer is waiting for
+	// room, and its initialize may take another client's idle session; one
+	// holding this many or more takes only its own idle sessions' places.
+	// The client is as for the executor's shares (see ClientKey):
+	// ClientKey's answer, else the principal, else the client address.
 	MaxClientSessions int
 	// SessionIdleTimeout ends a session with no request and no open stream
 	// for this long (default 30 minutes).
@@ -84,9 +93,10 @@ type HTTPOptions struct {
 	// KeepAlive is the period of SSE comments on long-lived streams (GET
 	// streams and subscriptions/listen), default 20s.
 	KeepAlive time.Duration
-	// WriteTimeout bounds each write of an SSE stream (default 5s, as
-	// Options.WriteTimeout): a stream whose client stops reading fails, and
-	// its request is then served as one whose client left.
+	// WriteTimeout bounds each write of an answer, a JSON body or an SSE
+	// event (default 5s, as Options.WriteTimeout): a response whose client
+	// takes none of it for that long fails, and its request is then served
+	// as one whose client left.
 	WriteTimeout time.Duration
 	// SSERetry is the reconnection delay an initialize-era SSE stream
 	// announces in its retry field (default 2s).
@@ -96,7 +106,8 @@ type HTTPOptions struct {
 	// those of all sessions together (default 64 MiB). The bytes counted are
 	// the events' JSON frames, from when an event is sent (or queued for a
 	// GET stream not connected) until its stream is dropped: its response
-	// was delivered, or it ended and is the oldest of maxSessionStreams.
+	// was delivered, or it ended and is no longer among the ended streams a
+	// session keeps (docs/reference/bounds.md).
 	// Beyond a bound the oldest ended streams go first, then the oldest
 	// events (beyond MaxReplayBytes, those of the session keeping the
 	// most); the event being sent is always kept. A Last-Event-ID whose
@@ -119,14 +130,16 @@ type HTTPOptions struct {
 	AllowedOrigins []string
 
 	// Executor runs the work. When nil the handler creates one with
-	// MaxConcurrency, MaxQueue and MaxInflightBytes (see ExecutorOptions)
-	// and each client's share of them, and closes it in Close; an injected
-	// executor is never closed by the handler. A POST's body counts against
-	// MaxInflightBytes (and its client's share) from before it is read until
-	// its answer is written: a body that does not fit is refused 503
-	// unread, with a -32603 "Server execution capacity exhausted" error
-	// without id; a request over MaxConcurrency and MaxQueue (or its
-	// client's share of them) is answered that error with its id.
+	// MaxConcurrency, MaxQueue and MaxInflightBytes, as ExecutorOptions
+	// define them (MaxQueue also takes Unlimited and None, MaxInflightBytes
+	// Unlimited), and each client's share of them, and closes it in Close;
+	// an injected executor is never closed by the handler. A POST's body
+	// counts against MaxInflightBytes (and its client's share) from before
+	// it is read until its answer is written: a body that does not fit is
+	// refused 503 unread, with a -32603 "Server execution capacity
+	// exhausted" error without id; a request over MaxConcurrency and
+	// MaxQueue (or its client's share of them) is answered that error with
+	// its id.
 	Executor         *Executor
 	MaxConcurrency   int
 	MaxQueue         int
@@ -134,8 +147,8 @@ type HTTPOptions struct {
 	// A client's share of MaxConcurrency, MaxQueue and MaxInflightBytes,
 	// exactly as in ExecutorOptions: work-conserving, so a client alone may
 	// use the whole executor, and a share binds only while other clients
-	// wait. 0 (the default) means the whole limit; negative is invalid.
-	// Only for the executor the handler creates.
+	// wait. 0 (the default) means the whole limit. Only for the executor
+	// the handler creates.
 	MaxClientConcurrency   int
 	MaxClientQueue         int
 	MaxClientInflightBytes int
@@ -151,47 +164,39 @@ type HTTPOptions struct {
 	// (the default): none, and every request is its remote address.
 	TrustedProxies []netip.Prefix
 
-	// Logger receives diagnostics (default slog.Default()).
+	// Logger receives diagnostics (nil: slog.Default()).
 	Logger *slog.Logger
 
 	// Observer, when set, sees every request and session (observer.go).
 	Observer Observer
 
 	// Auth, when set, makes the endpoint an OAuth 2.1 resource server
-	// (auth.go): every request needs a valid bearer token.
+	// (auth.go): every request needs a valid access token, a bearer token
+	// or (with AuthOptions.DPoP) a DPoP-bound one with its proof.
 	Auth *AuthOptions
 }
 
 func (o *HTTPOptions) normalize() error {
-	switch {
-	case o.MaxBodyBytes < 0:
-		return fmt.Errorf("mcpstdio: HTTPOptions.MaxBodyBytes must be positive, got %d", o.MaxBodyBytes)
-	case o.MaxSubscriptions < 0:
-		return fmt.Errorf("mcpstdio: HTTPOptions.MaxSubscriptions must be positive, got %d", o.MaxSubscriptions)
-	case o.MaxListenStreams < 0:
-		return fmt.Errorf("mcpstdio: HTTPOptions.MaxListenStreams must be positive, got %d", o.MaxListenStreams)
-	case o.MaxSessions < 0:
-		return fmt.Errorf("mcpstdio: HTTPOptions.MaxSessions must be positive, got %d", o.MaxSessions)
-	case o.SessionIdleTimeout < 0:
-		return fmt.Errorf("mcpstdio: HTTPOptions.SessionIdleTimeout must be positive, got %v", o.SessionIdleTimeout)
-	case o.KeepAlive < 0:
-		return fmt.Errorf("mcpstdio: HTTPOptions.KeepAlive must be positive, got %v", o.KeepAlive)
-	case o.WriteTimeout < 0:
-		return fmt.Errorf("mcpstdio: HTTPOptions.WriteTimeout must be positive, got %v", o.WriteTimeout)
-	case o.SSERetry < 0:
-		return fmt.Errorf("mcpstdio: HTTPOptions.SSERetry must be positive, got %v", o.SSERetry)
-	case o.MaxSessionReplayBytes < 0:
-		return fmt.Errorf("mcpstdio: HTTPOptions.MaxSessionReplayBytes must be positive, got %d", o.MaxSessionReplayBytes)
-	case o.MaxReplayBytes < 0:
-		return fmt.Errorf("mcpstdio: HTTPOptions.MaxReplayBytes must be positive, got %d", o.MaxReplayBytes)
-	case o.ReadBodyTimeout < 0:
-		return fmt.Errorf("mcpstdio: HTTPOptions.ReadBodyTimeout must be positive, got %v", o.ReadBodyTimeout)
-	case o.Path != "" && !strings.HasPrefix(o.Path, "/"):
-		return fmt.Errorf("mcpstdio: HTTPOptions.Path must start with \"/\", got %q", o.Path)
-	case o.MaxClientConcurrency < 0 || o.MaxClientQueue < 0 || o.MaxClientInflightBytes < 0:
-		return errors.New("mcpstdio: HTTPOptions.MaxClientConcurrency, MaxClientQueue and MaxClientInflightBytes must not be negative (0 means the whole)")
-	case o.Executor != nil && (o.MaxConcurrency != 0 || o.MaxQueue != 0 || o.MaxInflightBytes != 0 ||
-		o.MaxClientConcurrency != 0 || o.MaxClientQueue != 0 || o.MaxClientInflightBytes != 0):
+	if err := checkOptions(
+		checkOption("HTTPOptions.MaxBodyBytes", o.MaxBodyBytes),
+		checkOption("HTTPOptions.RequestTimeout", o.RequestTimeout, Unlimited),
+		checkOption("HTTPOptions.MaxSubscriptions", o.MaxSubscriptions),
+		checkOption("HTTPOptions.MaxListenStreams", o.MaxListenStreams),
+		checkOption("HTTPOptions.MaxSessions", o.MaxSessions),
+		checkOption("HTTPOptions.MaxClientSessions", o.MaxClientSessions),
+		checkOption("HTTPOptions.SessionIdleTimeout", o.SessionIdleTimeout),
+		checkOption("HTTPOptions.KeepAlive", o.KeepAlive),
+		checkOption("HTTPOptions.WriteTimeout", o.WriteTimeout),
+		checkOption("HTTPOptions.SSERetry", o.SSERetry),
+		checkOption("HTTPOptions.MaxSessionReplayBytes", o.MaxSessionReplayBytes),
+		checkOption("HTTPOptions.MaxReplayBytes", o.MaxReplayBytes),
+		checkOption("HTTPOptions.ReadBodyTimeout", o.ReadBodyTimeout),
+		o.executorOptions().check("HTTPOptions"),
+	); err != nil {
+		return fmt.Errorf("mcpstdio: %w", err)
+	}
+	if o.Executor != nil && (o.MaxConcurrency != 0 || o.MaxQueue != 0 || o.MaxInflightBytes != 0 ||
+		o.MaxClientConcurrency != 0 || o.MaxClientQueue != 0 || o.MaxClientInflightBytes != 0) {
 		return errors.New("mcpstdio: HTTPOptions.MaxConcurrency, MaxQueue, MaxInflightBytes and the client shares apply only when the handler creates its executor")
 	}
 	for _, origin := range o.AllowedOrigins {
@@ -202,8 +207,7 @@ func (o *HTTPOptions) normalize() error {
 	o.AllowedHosts = append([]string(nil), o.AllowedHosts...)
 	o.AllowedOrigins = append([]string(nil), o.AllowedOrigins...)
 	o.TrustedProxies = append([]netip.Prefix(nil), o.TrustedProxies...)
-	defaultTo(&o.Path, DefaultHTTPPath)
-	defaultTo(&o.MaxBodyBytes, DefaultMaxLineBytes)
+	defaultTo(&o.MaxBodyBytes, DefaultMaxBodyBytes)
 	defaultTo(&o.MaxSubscriptions, DefaultMaxSubscriptions)
 	defaultTo(&o.MaxSessions, DefaultMaxSessions)
 	defaultTo(&o.MaxListenStreams, DefaultMaxListenStreams)
@@ -214,20 +218,22 @@ func (o *HTTPOptions) normalize() error {
 	defaultTo(&o.MaxSessionReplayBytes, DefaultMaxSessionReplayBytes)
 	defaultTo(&o.MaxReplayBytes, DefaultMaxReplayBytes)
 	defaultTo(&o.ReadBodyTimeout, DefaultReadBodyTimeout)
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
+	o.Logger = defaultLogger(o.Logger)
 	return nil
 }
 
 // HTTPHandler serves one MCP server over Streamable HTTP. Construct it with
-// NewHTTPHandler and mount it (it answers its Path only); it is safe for
-// concurrent use, as http.Handler requires. When the server shuts down, call
-// Shutdown (with ConnState installed on the http.Server), or CloseStreams,
-// http.Server.Shutdown and Close in that order.
+// NewHTTPHandler and mount it where clients are to reach it: it serves MCP
+// at whatever path the mux routes to it (mux.Handle("/mcp", h),
+// http.StripPrefix), never comparing the path with one of its own. With
+// HTTPOptions.Auth, mount ProtectedResourceMetadata's handler beside it. It
+// is safe for concurrent use, as http.Handler requires. When the server
+// shuts down, call Shutdown (with, or before, the http.Server's), or Close
+// to stop at once.
 //
-// Each initialize-era session is a connection owned by a goroutine of its
-// own (http_session.go); each 2026-07-28 POST is a connection owned by the
+// Each initialize-era session is a connection owned by one goroutine at a
+// time, which runs only while the session has work (http_session.go,
+// http_session_run.go); each 2026-07-28 POST is a connection owned by the
 // POST's goroutine (http_stateless.go). What the handler itself shares
 // between them is below, each part with its own lock and the reason for it.
 type HTTPHandler struct {
@@ -236,10 +242,10 @@ type HTTPHandler struct {
 	executor   *Executor
 	ownsExec   bool
 	auth       *authGate // nil without HTTPOptions.Auth
-	// runtime is true when dispatcher is a *Runtime itself (not a type
-	// that embeds one), which reads fewer request headers (see
-	// messageHeader).
-	runtime bool
+	// runtime is dispatcher when it is a *Runtime itself (not a type that
+	// embeds one), which reads fewer request headers while it has no
+	// middleware (see messageHeader); nil otherwise.
+	runtime *Runtime
 	// headerValues are the answers' header values (read-only).
 	headerValues *responseHeaderValues
 	// posts keeps 2026 POST records for reuse (takePost, recyclePost).
@@ -252,11 +258,11 @@ type HTTPHandler struct {
 	changes   changeHub    // the boxes of sessions and listen streams
 	stopWatch func()
 
-	quit      chan struct{} // closed by CloseStreams: long-lived streams end
+	quit      chan struct{} // closed by endStreams: long-lived streams end
 	quitOnce  sync.Once
 	closeOnce sync.Once
 
-	drain drainState // connections and messages in flight, for Shutdown (http_drain.go)
+	drain drainState // calls, messages and body reads in flight, for Shutdown (http_drain.go)
 }
 
 // NewHTTPHandler validates opts and returns a handler that serves d. An
@@ -277,24 +283,26 @@ func NewHTTPHandler(d Dispatcher, opts HTTPOptions) (*HTTPHandler, error) {
 
 		headerValues: newResponseHeaderValues(),
 	}
-	_, h.runtime = d.(*Runtime)
+	h.runtime, _ = d.(*Runtime)
 	if opts.Auth != nil {
-		gate, err := newAuthGate(opts.Auth)
+		gate, err := newAuthGate(opts.Auth, h.forwardedOrigin)
 		if err != nil {
 			return nil, err
 		}
 		h.auth = gate
 	}
-	h.sessions = sessionTable{max: opts.MaxSessions, perClient: httpClientShare(opts.MaxClientSessions, opts.MaxSessions), byID: make(map[string]*httpSession), byClient: make(map[clientName]int)}
+	h.sessions = sessionTable{max: opts.MaxSessions, perClient: cmp.Or(opts.MaxClientSessions, opts.MaxSessions), epoch: time.Now(), owners: newOwnerPool(), byID: make(map[string]*httpSession), byClient: make(map[clientName]int)}
 	h.replay = replayBudget{total: int64(opts.MaxReplayBytes), kept: make(map[*httpSession]int64)}
 	h.listens = clientQuota{perClient: opts.MaxSubscriptions, total: opts.MaxListenStreams, held: make(map[string]int)}
-	h.changes.boxes = make(map[*changeBox]struct{})
+	h.changes.boxes = make(map[changeReceiver]struct{})
 	if h.executor == nil {
 		e, err := NewExecutor(opts.executorOptions())
 		if err != nil {
 			return nil, fmt.Errorf("mcpstdio: %w", err)
 		}
 		h.executor, h.ownsExec = e, true
+	} else {
+		go h.sessions.wakeOnClose(h.executor.done)
 	}
 	h.clients.init(h.executor)
 	if src, ok := d.(ChangeSource); ok {
@@ -303,32 +311,37 @@ func NewHTTPHandler(d Dispatcher, opts HTTPOptions) (*HTTPHandler, error) {
 	return h, nil
 }
 
-// CloseStreams ends every long-lived stream (GET streams and 2026
-// subscriptions/listen streams) and makes new ones end at once; requests in
-// flight go on. Call it before http.Server.Shutdown, which waits for the
-// handlers of open streams. Idempotent.
-func (h *HTTPHandler) CloseStreams() {
+// endStreams ends every long-lived stream (GET streams and 2026
+// subscriptions/listen streams) and makes new ones end at once, and from
+// then on requests are answered "Server shutting down" (closing); requests
+// in flight go on. Idempotent.
+func (h *HTTPHandler) endStreams() {
 	h.quitOnce.Do(func() { close(h.quit) })
 }
 
-// Close ends all streams and sessions, cancels the work still running, stops
-// watching the dispatcher's changes and closes the executor the handler
-// created. Call it after http.Server.Shutdown returned. Idempotent.
+// Close stops the handler at once: it ends all streams and sessions, cancels
+// the work still running, stops watching the dispatcher's changes and closes
+// the executor the handler created; calls still in flight are answered
+// "Server shutting down" or end as their client left. Shutdown calls it
+// when drained. Idempotent.
 func (h *HTTPHandler) Close() {
-	h.CloseStreams()
+	h.endStreams()
 	h.closeOnce.Do(func() {
 		h.stopWatch()
 		for _, s := range h.sessions.all() {
 			s.stop()
 		}
+		h.sessions.owners.close()
 		if h.ownsExec {
 			h.executor.Close()
 		}
 	})
 }
 
-// ServeHTTP serves the MCP endpoint.
+// ServeHTTP serves MCP at r's path, whatever it is.
 func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.drain.calls.begin()
+	defer h.drain.calls.end()
 	if !h.allowedHost(r.Host) {
 		httpError(w, http.StatusForbidden, "Forbidden: Host header is not allowed")
 		return
@@ -338,13 +351,9 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if h.auth != nil {
-		if r = h.auth.admit(w, r, h.opts.Path); r == nil {
+		if r = h.auth.admit(w, r); r == nil {
 			return
 		}
-	}
-	if r.URL.Path != h.opts.Path {
-		http.NotFound(w, r)
-		return
 	}
 	if refuseRepeatedRoutingHeader(w, r) {
 		return
@@ -458,10 +467,11 @@ func statelessStatus(code int) int {
 	return http.StatusOK
 }
 
-// errShuttingDown answers requests that arrive once Close was called.
+// errShuttingDown answers requests that arrive once Shutdown or Close was
+// called.
 var errShuttingDown = &RPCError{Code: CodeInternalError, Message: "Server shutting down"}
 
-// closing reports whether CloseStreams was called.
+// closing reports whether Shutdown or Close was called (endStreams).
 func (h *HTTPHandler) closing() bool {
 	select {
 	case <-h.quit:

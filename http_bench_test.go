@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"mcpstdio/internal/cannedecho"
 )
 
 // The allocations of an HTTP call are measured three ways, which separate
@@ -16,10 +18,10 @@ import (
 //   - BenchmarkHTTPEcho: a whole call over a kept-alive loopback connection,
 //     net/http's client and server included;
 //   - BenchmarkHTTPEchoBaseline: the same calls answered by a bare handler
-//     (cannedEchoHandler, itself about 5 allocations: the body read, the
-//     frame, its headers), so what it allocates is, but for those, the
-//     client's and net/http's share, and BenchmarkHTTPEcho's excess over it
-//     is the HTTPHandler's less the bare handler's own;
+//     (cannedecho.Handler, which reuses its buffers), so what it allocates
+//     is, but for its few, the client's and net/http's share, and
+//     BenchmarkHTTPEcho's excess over it is the HTTPHandler's less the bare
+//     handler's own;
 //   - BenchmarkHTTPHandlerEcho: HTTPHandler.ServeHTTP called directly with a
 //     prebuilt request and a reused ResponseWriter, so every allocation it
 //     counts is the handler's own (the executor's worker included).
@@ -54,7 +56,7 @@ func BenchmarkHTTPEcho(b *testing.B) {
 // BenchmarkHTTPEchoBaseline is BenchmarkHTTPEcho answered by a bare net/http
 // handler that reads the body and writes a canned echo result.
 func BenchmarkHTTPEchoBaseline(b *testing.B) {
-	benchHTTPClientCalls(b, cannedEchoHandler("hello"))
+	benchHTTPClientCalls(b, cannedecho.Handler())
 }
 
 func benchHTTPClientCalls(b *testing.B, h http.Handler) {
@@ -89,12 +91,13 @@ func benchHTTPClientCalls(b *testing.B, h http.Handler) {
 // ResponseWriter reused.
 func BenchmarkHTTPHandlerEcho(b *testing.B) {
 	for _, version := range []string{ProtocolVersion20260728, ProtocolVersion20251125} {
-		b.Run(version, func(b *testing.B) { benchHTTPHandlerEcho(b, version) })
+		b.Run(version, func(b *testing.B) { benchHTTPHandlerEcho(b, newBenchHTTPHandler(b), version) })
 	}
 }
 
-func benchHTTPHandlerEcho(b *testing.B, version string) {
-	h := newBenchHTTPHandler(b)
+// benchHTTPHandlerEcho is BenchmarkHTTPHandlerEcho's loop on h, which
+// serves the reference catalog.
+func benchHTTPHandlerEcho(b *testing.B, h *HTTPHandler, version string) {
 	header := http.Header{
 		"Content-Type":         {"application/json"},
 		"Accept":               {"application/json, text/event-stream"},
@@ -125,9 +128,8 @@ func benchHTTPHandlerEcho(b *testing.B, version string) {
 }
 
 // An HTTP echo call allocates, in the handler alone, no more than it does
-// today: 5 for a 2026-07-28 POST, 6 in a 2025-11-25 session (44 and 31
-// before issue 20's work, 16 and 14 before issue 29's: the answer's headers
-// are prebuilt slices, the tool's name for its schema is the Mcp-Name
+// today: 5 for a 2026-07-28 POST, 6 in a 2025-11-25 session (the answer's
+// headers are prebuilt slices, the tool's name for its schema is the Mcp-Name
 // header's, the message's execution and the body's reservation live in the
 // POST's one record, and a 2026 POST whose Inline tool runs on its
 // goroutine registers no submitter and makes no channels for workers'
@@ -153,7 +155,7 @@ func TestHTTPHandlerEchoAllocations(t *testing.T) {
 		{ProtocolVersion20251125, 6, 3400},
 	} {
 		t.Run(tt.version, func(t *testing.T) {
-			r := testing.Benchmark(func(b *testing.B) { benchHTTPHandlerEcho(b, tt.version) })
+			r := testing.Benchmark(func(b *testing.B) { benchHTTPHandlerEcho(b, newBenchHTTPHandler(b), tt.version) })
 			if r.N == 0 {
 				t.Fatal("the benchmark failed")
 			}

@@ -69,12 +69,12 @@ func newBudgetTestHandler(t *testing.T, perSession, total int) *HTTPHandler {
 // does not run, and the test calls the owner's methods itself.
 func (h *HTTPHandler) newTestSession(t *testing.T, id string) *httpSession {
 	t.Helper()
-	s := &httpSession{id: id, h: h, changes: newChangeBox(), done: make(chan struct{}), streams: make(map[uint64]*eventStream)}
-	s.conn = newConnection(connConfig{dispatcher: h.dispatcher, out: s, sub: h.executor.NewSubmitter(), log: quietLogger()})
+	s := &httpSession{id: id, h: h, changes: newChangeBox(), done: make(chan struct{})}
+	s.conn = newConnection(connConfig{dispatcher: h.dispatcher, out: s, sub: h.executor.newSubmitter(), log: quietLogger()})
 	s.idleTimer = time.NewTimer(time.Hour)
 	s.standalone = s.newStream()
 	s.standalone.standalone = true
-	if !h.sessions.add(s) {
+	if ok, _ := h.sessions.add(s); !ok {
 		t.Fatal("the session table is full")
 	}
 	t.Cleanup(func() { // before the handler's Close, which would wait for a loop that never ran
@@ -106,8 +106,8 @@ func TestReplayBudgetPerSessionDropsEndedStreamsThenOldestEvents(t *testing.T) {
 	// Over the budget: the ended stream goes first, whole.
 	s.appendEvent(live, frameOf(300))
 	checkReplayCounts(t, h, s)
-	if s.streams[ended.number] != nil || s.retained != 600 {
-		t.Fatalf("after going over: ended stream kept %v, %d bytes; want it dropped and 600", s.streams[ended.number] != nil, s.retained)
+	if s.stream(ended.number) != nil || s.retained != 600 {
+		t.Fatalf("after going over: ended stream kept %v, %d bytes; want it dropped and 600", s.stream(ended.number) != nil, s.retained)
 	}
 
 	// A connection carrying the live stream, handed nothing yet.
@@ -197,13 +197,19 @@ func TestReplayBudgetBoundsTheGetStreamQueue(t *testing.T) {
 	}
 	frame := `{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`
 	var kept int64
+	var sent uint64
 	eventually(t, "the changes to reach the session", func() bool {
 		sess.onOwner(t, func() {
 			checkReplayCounts(t, s.h, sess)
-			kept = sess.retained
+			kept, sent = sess.retained, sess.standalone.last()
 		})
-		return kept >= int64(300-len(frame))
+		// All 50 in: a change still in the box would come after the
+		// GET's batch and drop an event the GET was not handed yet.
+		return sent == 50
 	})
+	if kept < int64(300-len(frame)) {
+		t.Fatalf("the GET stream's queue keeps %d bytes; want all that fits in 300", kept)
+	}
 	if kept > 300 {
 		t.Fatalf("the GET stream's queue keeps %d bytes; want at most 300, and all that fits", kept)
 	}

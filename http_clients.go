@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -27,8 +28,9 @@ import (
 // holds it that long; a body that does not fit is refused 503 (see
 // refuseUnread).
 //
-// The shares are work-conserving (SPEC §5, ExecutorOptions): a client alone
-// may use the whole executor; the shares bind only while other clients wait.
+// The shares are work-conserving (docs/explanation/contract.md, "Executor",
+// ExecutorOptions): a client alone may use the whole executor; the shares bind
+// only while other clients wait.
 
 // clientTable holds the executor clients of the handler's POSTs by name. An
 // entry lives while a POST uses it or its client still holds something (a
@@ -65,7 +67,7 @@ const (
 // clientEntry is one client of the table and its POSTs being served.
 type clientEntry struct {
 	name   clientName      // read-only
-	client *ExecutorClient // read-only
+	client *executorClient // read-only
 	users  int             // guarded by clientTable.mu
 	// acquired counts the calls of acquire that returned it; guarded by
 	// clientTable.mu. A sweep drops the entry only if it is unchanged.
@@ -91,7 +93,7 @@ func (t *clientTable) acquire(name clientName) *clientEntry {
 		en = t.byName[name]
 	}
 	if en == nil {
-		en = &clientEntry{name: name, client: t.e.NewClient()}
+		en = &clientEntry{name: name, client: t.e.newClient()}
 		t.byName[name] = en
 	}
 	en.users++
@@ -123,7 +125,7 @@ func (t *clientTable) sweep() {
 	}
 	t.mu.Lock()
 	candidates := make([]candidate, 0, len(t.byName))
-	clients := make([]*ExecutorClient, 0, len(t.byName))
+	clients := make([]*executorClient, 0, len(t.byName))
 	for _, en := range t.byName {
 		if en.users == 0 {
 			candidates = append(candidates, candidate{en, en.acquired})
@@ -180,13 +182,13 @@ func (h *HTTPHandler) sessionClientName(r *http.Request) (clientName, bool) {
 // sessionClientName is the client name of a session that has no other.
 func sessionClientName(id string) clientName { return clientName{clientBySession, id} }
 
-// initSubmitterFor makes sub, a zero Submitter, a new submitter of client
+// initSubmitterFor makes sub, a zero submitter, a new submitter of client
 // (a message's postedMessage.client; nil: a client of its own), whose
-// Outcomes channel buffers one outcome: what a connection that serves one
+// outcomes channel buffers one outcome: what a connection that serves one
 // message alone needs.
-func (h *HTTPHandler) initSubmitterFor(sub *Submitter, client *ExecutorClient) {
+func (h *HTTPHandler) initSubmitterFor(sub *submitter, client *executorClient) {
 	if client == nil {
-		client = h.executor.NewClient()
+		client = h.executor.newClient()
 	}
 	client.initSubmitter(sub, 1)
 }
@@ -197,19 +199,6 @@ func (h *HTTPHandler) initSubmitterFor(sub *Submitter, client *ExecutorClient) {
 func (o *HTTPOptions) executorOptions() ExecutorOptions {
 	return ExecutorOptions{MaxConcurrency: o.MaxConcurrency, MaxQueue: o.MaxQueue, MaxInflightBytes: o.MaxInflightBytes,
 		MaxClientConcurrency: o.MaxClientConcurrency, MaxClientQueue: o.MaxClientQueue, MaxClientInflightBytes: o.MaxClientInflightBytes}
-}
-
-// httpClientShare is a client's share of limit for an HTTPOptions field
-// that keeps its own rule (MaxClientSessions): as set, a quarter of limit
-// (rounded up) for 0, the whole when negative.
-func httpClientShare(share, limit int) int {
-	switch {
-	case share > 0:
-		return share
-	case share < 0:
-		return limit
-	}
-	return (limit + 3) / 4
 }
 
 // bodyChunk is the first reservation of a body of unknown length (chunked),
@@ -232,7 +221,7 @@ const inlineBodyBytes = 440
 // keeps the whole record alive as long as anything holds the body's bytes,
 // as a request's params do.
 type postInput struct {
-	res  Reservation
+	res  reservation
 	body [inlineBodyBytes]byte
 }
 
@@ -242,10 +231,10 @@ type postInput struct {
 // itself when the body cannot be read: 415, 413, 408, 400, and 503 (a
 // JSON-RPC -32603 "Server execution capacity exhausted" without id, since
 // none is known) when the bytes do not fit in the in-flight budget or the
-// client's share. On success the caller releases the reservation, which is
-// held in res. A body of a known length that fits in room (nil: none) is
-// read there.
-func (h *HTTPHandler) readBody(w http.ResponseWriter, r *http.Request, client *ExecutorClient, res *Reservation, room []byte) ([]byte, *Reservation, bool) {
+// client's share, or "Server shutting down" once Shutdown cut body reads.
+// On success the caller releases the reservation, which is held in res. A
+// body of a known length that fits in room (nil: none) is read there.
+func (h *HTTPHandler) readBody(w http.ResponseWriter, r *http.Request, client *executorClient, res *reservation, room []byte) ([]byte, *reservation, bool) {
 	if !isJSONMediaType(firstHeader(r.Header, headerContentType)) {
 		httpError(w, http.StatusUnsupportedMediaType, "Unsupported Media Type: Content-Type must be application/json")
 		return nil, nil, false
@@ -262,9 +251,15 @@ func (h *HTTPHandler) readBody(w http.ResponseWriter, r *http.Request, client *E
 	// The deadline is the connection's: it is lifted once the body is read,
 	// else it would end the response streams that outlive it (when reading
 	// failed it stays, so the server does not wait for the rest of the body
-	// either). A response that cannot take deadlines is read without.
+	// either). A response that cannot take deadlines is read without. A
+	// drain that found nothing in flight cuts the read (startRead, endRead).
 	rc := http.NewResponseController(w)
 	timed := rc.SetReadDeadline(time.Now().Add(h.opts.ReadBodyTimeout)) == nil
+	if !h.drain.startRead(w, r) {
+		res.release()
+		refuseUnread(w, ErrExecutorClosed)
+		return nil, nil, false
+	}
 	var body []byte
 	var err error
 	switch {
@@ -277,12 +272,15 @@ func (h *HTTPHandler) readBody(w http.ResponseWriter, r *http.Request, client *E
 	default:
 		body, err = readGrowing(http.MaxBytesReader(w, r.Body, limit), limit, res)
 	}
+	cut := h.drain.endRead(r)
 	if err != nil {
-		res.Release()
+		res.release()
 		_, tooLarge := errors.AsType[*http.MaxBytesError](err)
 		switch {
-		case errors.Is(err, ErrOverloaded), errors.Is(err, ErrExecutorClosed):
+		case errors.Is(err, errOverloaded), errors.Is(err, ErrExecutorClosed):
 			refuseUnread(w, err)
+		case cut && errors.Is(err, os.ErrDeadlineExceeded):
+			refuseUnread(w, ErrExecutorClosed)
 		case tooLarge:
 			h.bodyTooLarge(w)
 		case errors.Is(err, os.ErrDeadlineExceeded):
@@ -301,13 +299,13 @@ func (h *HTTPHandler) readBody(w http.ResponseWriter, r *http.Request, client *E
 // readGrowing reads src, which fails beyond limit bytes, to its end into a
 // buffer whose capacity res counts: the buffer doubles (from bodyChunk, and
 // to at most limit+1, where src fails), and res grows first; it fails with
-// Grow's error when the bytes do not fit.
-func readGrowing(src io.Reader, limit int64, res *Reservation) ([]byte, error) {
+// grow's error when the bytes do not fit.
+func readGrowing(src io.Reader, limit int64, res *reservation) ([]byte, error) {
 	var buf []byte
 	for {
 		if len(buf) == cap(buf) {
 			size := int(min(max(2*int64(cap(buf)), bodyChunk), limit+1))
-			if err := res.Grow(size - cap(buf)); err != nil {
+			if err := res.grow(size - cap(buf)); err != nil {
 				return nil, err
 			}
 			grown := make([]byte, len(buf), size)
@@ -374,16 +372,58 @@ func (h *HTTPHandler) ClientAddress(r *http.Request) string {
 		}
 		return host
 	}
-	hops := forwardedHops(r.Header)
-	current := peer
-	for i := len(hops) - 1; i >= 0 && h.trusted(current); i-- {
+	client, _ := h.walkHops(peer, forwardedHops(r.Header))
+	return client.String()
+}
+
+// walkHops walks the hops a request was forwarded for from the right,
+// starting from its peer, each believed while the hop that reported it is
+// trusted (see ClientAddress). It returns the client's address and the
+// index of the hop reported by the proxy facing the client: -1 when the
+// peer is not a trusted proxy or there are no hops.
+func (h *HTTPHandler) walkHops(peer netip.Addr, hops []string) (client netip.Addr, reported int) {
+	client, reported = peer, -1
+	for i := len(hops) - 1; i >= 0 && h.trusted(client); i-- {
+		reported = i
 		hop, ok := parseHostAddr(hops[i])
 		if !ok {
 			break
 		}
-		current = hop
+		client = hop
 	}
-	return current.String()
+	return client, reported
+}
+
+// forwardedOrigin returns the scheme and host r was addressed to, as the
+// trusted proxy facing the client reports them in its element of the
+// Forwarded header (proto= and host=, RFC 7239): "" for each it does not
+// report or reports malformed. Only Forwarded counts (X-Forwarded-Proto
+// and X-Forwarded-Host are not read); a request whose peer is not one of
+// HTTPOptions.TrustedProxies gets "" for both.
+func (h *HTTPHandler) forwardedOrigin(r *http.Request) (scheme, host string) {
+	if len(h.opts.TrustedProxies) == 0 {
+		return "", ""
+	}
+	peer, ok := parseHostAddr(hostWithoutPort(r.RemoteAddr))
+	if !ok {
+		return "", ""
+	}
+	elements := forwardedElements(r.Header)
+	hops := make([]string, len(elements))
+	for i, e := range elements {
+		hops[i] = e.forHop
+	}
+	_, i := h.walkHops(peer, hops)
+	if i < 0 {
+		return "", ""
+	}
+	if proto := strings.ToLower(elements[i].proto); proto == "http" || proto == "https" {
+		scheme = proto
+	}
+	if u, err := url.Parse("http://" + elements[i].host); err == nil && u.Host == elements[i].host && u.Path == "" && u.User == nil {
+		host = elements[i].host
+	}
+	return scheme, host
 }
 
 // trusted reports whether addr is in one of HTTPOptions.TrustedProxies.
@@ -404,18 +444,9 @@ func (h *HTTPHandler) trusted(addr netip.Addr) bool {
 // address).
 func forwardedHops(header http.Header) []string {
 	var hops []string
-	if lines := header.Values("Forwarded"); len(lines) > 0 {
-		for _, line := range lines {
-			for element := range strings.SplitSeq(line, ",") {
-				hop := ""
-				for pair := range strings.SplitSeq(element, ";") {
-					name, value, _ := strings.Cut(strings.TrimSpace(pair), "=")
-					if strings.EqualFold(name, "for") {
-						hop = strings.Trim(value, `"`)
-					}
-				}
-				hops = append(hops, hop)
-			}
+	if elements := forwardedElements(header); len(elements) > 0 {
+		for _, e := range elements {
+			hops = append(hops, e.forHop)
 		}
 		return hops
 	}
@@ -425,6 +456,38 @@ func forwardedHops(header http.Header) []string {
 		}
 	}
 	return hops
+}
+
+// forwardedElement is one element of a Forwarded header (RFC 7239): what
+// one proxy reported of the request it received. A parameter it does not
+// report is "".
+type forwardedElement struct {
+	forHop, host, proto string
+}
+
+// forwardedElements returns the elements of r's Forwarded header, left
+// (the proxy facing the client) to right; every line counts, in order.
+func forwardedElements(header http.Header) []forwardedElement {
+	var elements []forwardedElement
+	for _, line := range header.Values("Forwarded") {
+		for element := range strings.SplitSeq(line, ",") {
+			var e forwardedElement
+			for pair := range strings.SplitSeq(element, ";") {
+				name, value, _ := strings.Cut(strings.TrimSpace(pair), "=")
+				value = strings.Trim(value, `"`)
+				switch strings.ToLower(name) {
+				case "for":
+					e.forHop = value
+				case "host":
+					e.host = value
+				case "proto":
+					e.proto = value
+				}
+			}
+			elements = append(elements, e)
+		}
+	}
+	return elements
 }
 
 // parseHostAddr parses an IP address, with or without a port, an IPv6 one
@@ -447,10 +510,10 @@ func parseHostAddr(s string) (netip.Addr, bool) {
 	return netip.Addr{}, false
 }
 
-// ParseTrustedProxies parses a comma-separated list of CIDR prefixes or
+// parseTrustedProxies parses a comma-separated list of CIDR prefixes or
 // single addresses (a /32 or /128), as the -http-trusted-proxies flag takes
 // it, for HTTPOptions.TrustedProxies. An empty string is no proxy.
-func ParseTrustedProxies(list string) ([]netip.Prefix, error) {
+func parseTrustedProxies(list string) ([]netip.Prefix, error) {
 	var out []netip.Prefix
 	for item := range strings.SplitSeq(list, ",") {
 		item = strings.TrimSpace(item)

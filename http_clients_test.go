@@ -283,15 +283,15 @@ func TestHTTPClientAddress(t *testing.T) {
 
 // The -http-trusted-proxies list: prefixes and single addresses.
 func TestParseTrustedProxies(t *testing.T) {
-	got, err := ParseTrustedProxies(" 10.1.2.3/8, 192.0.2.7 ,::1,")
+	got, err := parseTrustedProxies(" 10.1.2.3/8, 192.0.2.7 ,::1,")
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("192.0.2.7/32"), netip.MustParsePrefix("::1/128")}
 	if !slices.Equal(got, want) {
-		t.Fatalf("ParseTrustedProxies = %v, want %v", got, want)
+		t.Fatalf("parseTrustedProxies = %v, want %v", got, want)
 	}
-	if _, err := ParseTrustedProxies("10.0.0.0/8,proxy.example"); err == nil || !strings.Contains(err.Error(), `"proxy.example"`) {
+	if _, err := parseTrustedProxies("10.0.0.0/8,proxy.example"); err == nil || !strings.Contains(err.Error(), `"proxy.example"`) {
 		t.Fatalf("a name: err = %v, want one naming it", err)
 	}
 }
@@ -407,8 +407,8 @@ func TestHTTPBodyCountedUntilAnswered(t *testing.T) {
 	s.h.clients.mu.Lock()
 	defer s.h.clients.mu.Unlock()
 	for _, en := range s.h.clients.byName {
-		if en.users != 0 || en.client.Stats() != (ClientStats{}) {
-			t.Fatalf("client %v still used or holding %+v after every POST was answered", en.name, en.client.Stats())
+		if en.users != 0 || en.client.stats() != (clientStats{}) {
+			t.Fatalf("client %v still used or holding %+v after every POST was answered", en.name, en.client.stats())
 		}
 	}
 }
@@ -438,7 +438,7 @@ func TestClientTableKeepsIdleEntriesUntilSwept(t *testing.T) {
 	}
 	tbl.release(session)
 	b := tbl.acquire(addr("b"))
-	res, err := b.client.Reserve(10)
+	res, err := b.client.reserve(10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -456,7 +456,7 @@ func TestClientTableKeepsIdleEntriesUntilSwept(t *testing.T) {
 		t.Fatal("the busy entry was not kept through the sweeps")
 	}
 	tbl.release(b)
-	res.Release()
+	res.release()
 	tbl.mu.Lock()
 	tbl.sweepAt = 1
 	tbl.mu.Unlock()
@@ -510,45 +510,6 @@ func TestHTTPAnswerCountedUntilWritten(t *testing.T) {
 	}
 }
 
-// One client may create at most its share of the sessions (a quarter of
-// MaxSessions by default): beyond it its initialize is refused 503, while
-// another client still gets a session, and a session ended gives its place
-// back.
-func TestHTTPSessionsPerClient(t *testing.T) {
-	s := newHTTPTestServer(t, nil, HTTPOptions{MaxSessions: 8})
-	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
-	initFrom := func(c *http.Client) (int, string) {
-		resp, err := s.postWith(context.Background(), c, nil, strings.NewReader(init))
-		if err != nil {
-			t.Fatal(err)
-		}
-		readBody(t, resp)
-		return resp.StatusCode, resp.Header.Get(headerSessionID)
-	}
-	one := clientFrom(t, "127.0.0.1")
-	var first string
-	for i := range 2 {
-		status, id := initFrom(one)
-		if status != http.StatusOK || id == "" {
-			t.Fatalf("session %d of one client: status %d", i+1, status)
-		}
-		if first == "" {
-			first = id
-		}
-	}
-	if status, id := initFrom(one); status != http.StatusServiceUnavailable || id != "" {
-		t.Fatalf("a third session of one client: status %d, session %q; want 503", status, id)
-	}
-	if status, _ := initFrom(clientFrom(t, "127.0.0.2")); status != http.StatusOK {
-		t.Fatalf("another client's session: status %d", status)
-	}
-	resp := s.do(context.Background(), http.MethodDelete, map[string]string{headerSessionID: first}, "")
-	readBody(t, resp)
-	if status, _ := initFrom(one); status != http.StatusOK {
-		t.Fatalf("after one of its sessions ended: status %d, want a session", status)
-	}
-}
-
 // The 2026 listen streams of one client (MaxSubscriptions) are counted by
 // its client address: behind a trusted proxy, by the forwarded address, so
 // each user behind it has a quota of its own, and one user's second stream
@@ -575,5 +536,5 @@ func TestHTTPListenStreamsPerForwardedClient(t *testing.T) {
 	if body := readBody(t, second); second.StatusCode != http.StatusInternalServerError || !strings.Contains(body, "subscription capacity") {
 		t.Fatalf("a user's second listen stream beyond MaxSubscriptions: status %d, body %s", second.StatusCode, body)
 	}
-	s.h.CloseStreams()
+	s.h.endStreams()
 }

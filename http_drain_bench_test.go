@@ -58,7 +58,7 @@ func BenchmarkBinaryHTTPDrain(b *testing.B) {
 				var addr string
 				for addr == "" && lines.Scan() {
 					if _, after, ok := strings.Cut(lines.Text(), "serving MCP over HTTP at http://"); ok {
-						addr = strings.TrimSuffix(after, DefaultHTTPPath)
+						addr = strings.TrimSuffix(after, mcpPath)
 					}
 				}
 				if addr == "" {

@@ -3,7 +3,9 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -14,9 +16,10 @@ import (
 	"time"
 )
 
-// drainFixture is an HTTPHandler served by an http.Server on a loopback
-// port, with ConnState installed, a tool that blocks until released, and
-// the handler's log messages on a channel.
+// drainFixture is an HTTPHandler mounted at /mcp of an http.Server that
+// serves an HTTPListener on a loopback port, as the documentation says to
+// serve it: the reference catalog with a tool that blocks until released,
+// and the handler's log messages on a channel.
 type drainFixture struct {
 	t        *testing.T
 	h        *HTTPHandler
@@ -33,7 +36,7 @@ func newDrainFixture(t *testing.T, opts HTTPOptions) *drainFixture {
 	t.Helper()
 	f := &drainFixture{t: t, accepted: make(chan net.Conn, 16), started: make(chan struct{}, 16),
 		release: make(chan struct{}), logged: make(chan string, 64), served: make(chan error, 1)}
-	rt := newTestRuntime(t, testOptions())
+	rt := newHTTPCatalogRuntime(t)
 	if err := rt.AddTool(Tool{Name: "block"}, func(ctx context.Context, _ *HandlerRequest) (*ToolResult, error) {
 		f.started <- struct{}{}
 		select {
@@ -50,13 +53,19 @@ func newDrainFixture(t *testing.T, opts HTTPOptions) *drainFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	tcp, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := NewHTTPListener(tcp, HTTPListenerOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.h, f.addr = h, ln.Addr().String()
-	f.srv = &http.Server{Handler: h, ConnState: func(c net.Conn, state http.ConnState) {
-		h.ConnState(c, state)
+	mux := http.NewServeMux()
+	mux.Handle(mcpPath, h)
+	f.srv = &http.Server{Handler: mux, ConnState: func(c net.Conn, state http.ConnState) {
+		ln.ConnState(c, state)
 		if state == http.StateNew {
 			f.accepted <- c
 		}
@@ -67,6 +76,46 @@ func newDrainFixture(t *testing.T, opts HTTPOptions) *drainFixture {
 		h.Close()
 	})
 	return f
+}
+
+// client returns an httpTestServer that sends its requests to the fixture.
+func (f *drainFixture) client() *httpTestServer {
+	return &httpTestServer{t: f.t, url: "http://" + f.addr + mcpPath, h: f.h}
+}
+
+// shutdown runs h.Shutdown and then srv.Shutdown, as the documentation
+// says, with ctx; it returns both results once both returned, and a third
+// error when calls of the handler were still running as its Shutdown
+// returned.
+func (f *drainFixture) shutdown(ctx context.Context) <-chan [3]error {
+	done := make(chan [3]error, 1)
+	go func() {
+		var errs [3]error
+		errs[0] = f.h.Shutdown(ctx)
+		if n := f.h.drain.calls.n.Load(); n != 0 {
+			errs[2] = fmt.Errorf("%d calls of ServeHTTP running", n)
+		}
+		errs[1] = f.srv.Shutdown(ctx)
+		done <- errs
+	}()
+	return done
+}
+
+// drained checks what shutdown returned: nil from both, no call of the
+// handler running once its Shutdown returned, and Serve's
+// http.ErrServerClosed.
+func (f *drainFixture) drained(shut <-chan [3]error) {
+	f.t.Helper()
+	errs := <-shut
+	if errs[0] != nil || errs[1] != nil {
+		f.t.Fatalf("HTTPHandler.Shutdown: %v, http.Server.Shutdown: %v; want nil and nil", errs[0], errs[1])
+	}
+	if n := errs[2]; n != nil {
+		f.t.Fatalf("HTTPHandler.Shutdown returned with %v", n)
+	}
+	if err := <-f.served; !errors.Is(err, http.ErrServerClosed) {
+		f.t.Fatalf("Serve: %v, want http.ErrServerClosed", err)
+	}
 }
 
 // messageHandler is a slog.Handler that puts each record's message on a
@@ -101,6 +150,7 @@ func (f *drainFixture) dial() (client, server net.Conn) {
 	if err != nil {
 		f.t.Fatal(err)
 	}
+	c.SetDeadline(time.Now().Add(failAfter))
 	f.t.Cleanup(func() { c.Close() })
 	return c, <-f.accepted
 }
@@ -166,69 +216,122 @@ func errString(err error) string {
 	return " error: " + err.Error()
 }
 
-// TestHTTPShutdownClosesUnusedConnectionsAtOnce: Shutdown closes a
-// connection that never carried a request as soon as it starts, while a
-// request is still in flight, then lets that request finish and returns nil.
-func TestHTTPShutdownClosesUnusedConnectionsAtOnce(t *testing.T) {
+// TestHTTPShutdownDrainsStreamsAndRequests: Shutdown ends an open GET
+// stream at once, answers a new request "Server shutting down", lets the
+// request in flight finish with its result, and returns nil only then; the
+// server's Shutdown after it returns nil too.
+func TestHTTPShutdownDrainsStreamsAndRequests(t *testing.T) {
 	f := newDrainFixture(t, HTTPOptions{})
-	_, unused := f.dial()
+	s := f.client()
+	session := s.legacySession(ProtocolVersion20251125, `{}`)
+	ctx, cancel := context.WithTimeout(t.Context(), failAfter) // a stream that does not end fails the test
+	defer cancel()
+	get := s.do(ctx, http.MethodGet, map[string]string{headerSessionID: session[headerSessionID], "Accept": "text/event-stream"}, "")
+	defer get.Body.Close()
+	stream := newSSEReader(t, get)
+	if ev, err := stream.next(); err != nil || ev.id == "" {
+		t.Fatalf("the GET stream's priming event: %+v, %v", ev, err)
+	}
 	answer := f.callBlock()
-	shut := make(chan error, 1)
-	go func() { shut <- f.h.Shutdown(context.Background(), f.srv) }()
+	shut := f.shutdown(context.Background())
 	f.waitLogged("mcpstdio: HTTP drain started")
-	// A closed net.Conn refuses a deadline at once; an open one takes it.
-	if err := unused.SetReadDeadline(time.Time{}); !errors.Is(err, net.ErrClosed) {
-		t.Fatalf("the unused connection is open once the drain started (SetReadDeadline: %v)", err)
+	if ev, err := stream.next(); err != io.EOF {
+		t.Fatalf("the GET stream after Shutdown started: %+v, %v; want its end", ev, err)
+	}
+	late := s.post(stateless("tools/list", ""), rawListBody)
+	if body := readBody(t, late); !strings.Contains(body, `"code":-32603`) || !strings.Contains(body, errShuttingDown.Message) {
+		t.Fatalf("a request after Shutdown started: status %d, body %s; want -32603 %q", late.StatusCode, body, errShuttingDown.Message)
+	}
+	select {
+	case errs := <-shut:
+		t.Fatalf("Shutdown returned %v with a request in flight", errs)
+	default:
 	}
 	close(f.release)
 	if got := <-answer; !strings.HasPrefix(got, "200 OK") || !strings.Contains(got, "released") {
 		t.Fatalf("the request in flight got %q, want its result", got)
 	}
-	if err := <-shut; err != nil {
-		t.Fatalf("Shutdown: %v", err)
-	}
-	if err := <-f.served; !errors.Is(err, http.ErrServerClosed) {
-		t.Fatalf("Serve: %v, want http.ErrServerClosed", err)
-	}
+	f.drained(shut)
 }
 
-// TestHTTPShutdownCutsSlowClients: once the request in flight is answered,
-// a client still trickling a body is cut after the grace period, without
-// waiting for ReadBodyTimeout (an hour here) and without an answer.
-func TestHTTPShutdownCutsSlowClients(t *testing.T) {
-	f := newDrainFixture(t, HTTPOptions{WriteTimeout: 10 * time.Millisecond, ReadBodyTimeout: time.Hour})
+// TestHTTPShutdownTakesAnswersToRequestsInFlight: while a request waits for
+// the client's answer to its elicitation, Shutdown still takes the POST
+// that carries it, on a new connection, and the request finishes.
+func TestHTTPShutdownTakesAnswersToRequestsInFlight(t *testing.T) {
+	f := newDrainFixture(t, HTTPOptions{})
+	s := f.client()
+	session := s.legacySession(ProtocolVersion20251125, `{"elicitation":{}}`)
+	resp := s.post(session, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"test_elicitation","arguments":{"message":"Who are you?"}}}`)
+	defer resp.Body.Close()
+	events := newSSEReader(t, resp)
+	var ask struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	if got := events.nextMessage(); json.Unmarshal([]byte(got), &ask) != nil || ask.Method != "elicitation/create" {
+		t.Fatalf("event %s, want an elicitation/create request", got)
+	}
+	shut := f.shutdown(context.Background())
+	f.waitLogged("mcpstdio: HTTP drain started")
+	answer := s.post(session, `{"jsonrpc":"2.0","id":`+string(ask.ID)+`,"result":{"action":"accept","content":{"username":"ada","email":"ada@example.com"}}}`)
+	if body := readBody(t, answer); answer.StatusCode != http.StatusAccepted {
+		t.Fatalf("posting the answer during the drain: status %d, body %s; want 202", answer.StatusCode, body)
+	}
+	if got := events.nextMessage(); !strings.Contains(got, `"id":5,"result"`) || !strings.Contains(got, "accept") {
+		t.Fatalf("final event %s, want the tool's result with the client's answer", got)
+	}
+	f.drained(shut)
+}
+
+// TestHTTPShutdownClosesUnusedConnections: the server's Shutdown after the
+// handler's closes a connection on which no request arrived at once (the
+// HTTPListener's Close), rather than waiting 5 seconds for it.
+func TestHTTPShutdownClosesUnusedConnections(t *testing.T) {
+	f := newDrainFixture(t, HTTPOptions{})
+	unused, _ := f.dial()
+	shut := f.shutdown(context.Background())
+	if n, err := unused.Read(make([]byte, 1)); n != 0 || err != io.EOF {
+		t.Fatalf("the unused connection: read %d bytes, %v; want EOF", n, err)
+	}
+	f.drained(shut)
+}
+
+// TestHTTPShutdownCutsBodyReads: once no message is in flight, a client
+// trickling a body is answered 503 "Server shutting down" and its
+// connection closed, without waiting for ReadBodyTimeout (an hour here),
+// while the request in flight before it still gets its result.
+func TestHTTPShutdownCutsBodyReads(t *testing.T) {
+	f := newDrainFixture(t, HTTPOptions{ReadBodyTimeout: time.Hour})
 	answer := f.callBlock()
 	trickled := f.trickle()
-	shut := make(chan error, 1)
-	go func() { shut <- f.h.Shutdown(context.Background(), f.srv) }()
+	shut := f.shutdown(context.Background())
 	f.waitLogged("mcpstdio: HTTP drain started")
 	close(f.release)
 	if got := <-answer; !strings.HasPrefix(got, "200 OK") || !strings.Contains(got, "released") {
 		t.Fatalf("the request in flight got %q, want its result", got)
 	}
-	if err := <-shut; err != nil {
-		t.Fatalf("Shutdown: %v", err)
+	got := <-trickled
+	if !strings.HasPrefix(got, "HTTP/1.1 503") || !strings.Contains(got, errShuttingDown.Message) || !strings.Contains(got, "Connection: close") {
+		t.Fatalf("the trickling client read %q, want 503 %q and the connection closed", got, errShuttingDown.Message)
 	}
-	if got := <-trickled; strings.Contains(got, "HTTP/1.1") {
-		t.Fatalf("the trickling client read %q, want the connection cut without an answer", got)
-	}
+	f.drained(shut)
 }
 
 // TestHTTPShutdownContextEnds: when ctx ends before the request in flight
-// is answered, Shutdown cuts every connection and returns ctx's error; the
-// request is cancelled.
+// is answered, Shutdown returns ctx's error and closes the handler: the
+// request is cancelled and answered.
 func TestHTTPShutdownContextEnds(t *testing.T) {
 	f := newDrainFixture(t, HTTPOptions{RequestTimeout: -1})
 	answer := f.callBlock()
 	ctx, cancel := context.WithCancel(context.Background())
 	shut := make(chan error, 1)
-	go func() { shut <- f.h.Shutdown(ctx, f.srv) }()
+	go func() { shut <- f.h.Shutdown(ctx) }()
 	f.waitLogged("mcpstdio: HTTP drain started")
 	cancel()
 	if err := <-shut; !errors.Is(err, context.Canceled) {
 		t.Fatalf("Shutdown: %v, want context.Canceled", err)
 	}
-	if got := <-answer; !strings.HasPrefix(got, "error:") {
-		t.Fatalf("the request in flight got %q, want its connection cut", got)
+	if got := <-answer; strings.Contains(got, "released") {
+		t.Fatalf("the request in flight got %q, want it cancelled", got)
 	}
 }

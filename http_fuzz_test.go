@@ -159,18 +159,17 @@ func runHTTPSequence(t testing.TB, data []byte) {
 	r := &httpSeqRun{t: t, in: data, startedTokens: map[int]bool{}}
 	r.srv = newSeqServer(t, func(o *RuntimeOptions) { o.ClientRequestTimeout = 50 * time.Millisecond })
 	r.srv.started = make(chan int, 64)
-	exec, err := NewExecutor(ExecutorOptions{MaxConcurrency: seqMaxConcurrency, MaxQueue: 256, Timeout: -1})
+	exec, err := NewExecutor(ExecutorOptions{MaxConcurrency: seqMaxConcurrency, MaxQueue: 256, Timeout: Unlimited})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.exec = exec
-	h, err := NewHTTPHandler(r.srv.rt, HTTPOptions{Executor: exec, RequestTimeout: -1, MaxBodyBytes: seqMaxLine, Logger: quietLogger(), KeepAlive: time.Hour})
+	h, err := NewHTTPHandler(r.srv.rt, HTTPOptions{Executor: exec, RequestTimeout: Unlimited, MaxBodyBytes: seqMaxLine, Logger: quietLogger(), KeepAlive: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.h = h
 	r.ts = httptest.NewUnstartedServer(h)
-	r.ts.Config.ConnState = h.ConnState
 	r.ts.Config.ErrorLog = log.New(&r.errLog, "", 0)
 	r.ts.Start()
 	transport := &http.Transport{MaxIdleConnsPerHost: 64}
@@ -258,7 +257,7 @@ func (r *httpSeqRun) initialize() {
 	id := `"i` + strconv.Itoa(r.fresh) + `"`
 	body := `{"jsonrpc":"2.0","id":` + id + `,"method":"initialize","params":{"protocolVersion":"` + version + `","capabilities":{"elicitation":{},"sampling":{},"roots":{}},"clientInfo":{"name":"seq","version":"1"}}}`
 	header, host, exact := r.headers(mutation, "", "initialize", "", "")
-	req, err := http.NewRequest(http.MethodPost, r.ts.URL+DefaultHTTPPath, strings.NewReader(body))
+	req, err := http.NewRequest(http.MethodPost, r.ts.URL+mcpPath, strings.NewReader(body))
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -372,7 +371,7 @@ func (r *httpSeqRun) post() {
 // in its session by then; a POST whose headers or body are not right).
 func (r *httpSeqRun) send(header http.Header, host, body string, exp httpExpect, sl *httpSleeper) {
 	ctx, cancel := context.WithCancel(context.Background())
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.ts.URL+DefaultHTTPPath, strings.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.ts.URL+mcpPath, strings.NewReader(body))
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -605,7 +604,7 @@ func (r *httpSeqRun) answerQuestion(req *http.Request, q jsonrpcAnswer) {
 		return
 	}
 	result := map[string]string{MethodElicit: `{"action":"decline"}`, MethodCreateMessage: `{"role":"assistant","content":{"type":"text","text":"hi"},"model":"m"}`, MethodListRoots: `{"roots":[]}`}[q.Method]
-	answer, _ := http.NewRequest(http.MethodPost, r.ts.URL+DefaultHTTPPath, strings.NewReader(`{"jsonrpc":"2.0","id":`+string(q.ID)+`,"result":`+result+`}`))
+	answer, _ := http.NewRequest(http.MethodPost, r.ts.URL+mcpPath, strings.NewReader(`{"jsonrpc":"2.0","id":`+string(q.ID)+`,"result":`+result+`}`))
 	answer.Header = req.Header.Clone()
 	answer.Header.Del("Mcp-Method")
 	answer.Header.Del("Mcp-Name")
@@ -629,7 +628,7 @@ func (r *httpSeqRun) get() {
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, r.ts.URL+DefaultHTTPPath, nil)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, r.ts.URL+mcpPath, nil)
 	req.Header.Set("Mcp-Session-Id", s.id)
 	req.Header.Set("Accept", []string{"text/event-stream", "application/json", "text/event-stream", "*/*"}[variant%4])
 	if last := []string{"", "0-0", "1-1", "x", "99-99999999999999999999", " 2-0 "}[int(variant/4)%6]; last != "" {
@@ -687,7 +686,7 @@ func (r *httpSeqRun) cancel() {
 func (r *httpSeqRun) deleteSession() {
 	s := r.session()
 	variant := r.next()
-	req, _ := http.NewRequest(http.MethodDelete, r.ts.URL+DefaultHTTPPath, nil)
+	req, _ := http.NewRequest(http.MethodDelete, r.ts.URL+mcpPath, nil)
 	switch {
 	case s != nil && variant&1 == 0:
 		req.Header.Set("Mcp-Session-Id", s.id)
@@ -776,7 +775,7 @@ func (r *httpSeqRun) finish(baseline int, transport *http.Transport) {
 	if !waitGroupWithin(&r.sleeping, safetyTimeout) {
 		t.Errorf("the POSTs of sleepers did not end once released or cancelled")
 	}
-	r.h.CloseStreams()
+	r.h.endStreams()
 	r.mu.Lock()
 	for _, cancel := range r.streams {
 		cancel()

@@ -27,7 +27,7 @@ func FuzzClientAddress(f *testing.F) {
 	f.Add("[fe80::1%eth0]:80", "", "", "")
 	f.Add("192.0.2.1:9", "for=1.2.3.4", "", "0.0.0.0/0")
 	f.Fuzz(func(t *testing.T, remote, forwarded, xff, trusted string) {
-		proxies, err := ParseTrustedProxies(trusted)
+		proxies, err := parseTrustedProxies(trusted)
 		if _, perr := netip.ParseAddrPort(remote); err != nil || perr != nil {
 			return
 		}

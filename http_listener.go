@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -28,7 +29,7 @@ const (
 )
 
 // HTTPListenerOptions configure NewHTTPListener. A zero value means the
-// default.
+// default (see Unlimited for the rule every options struct follows).
 type HTTPListenerOptions struct {
 	// MaxConnections bounds the connections open at once (default 1024).
 	// At the bound, a new connection is accepted and the keep-alive
@@ -38,36 +39,57 @@ type HTTPListenerOptions struct {
 	// wait in the operating system's backlog (and are refused by it once
 	// that is full), while those being served are unaffected.
 	MaxConnections int
+	// TLSConfig, when set, makes the listener terminate TLS itself, so that
+	// the framing check reads the decrypted requests: serve the listener
+	// with http.Server.Serve, not ServeTLS (which would wrap its
+	// connections in TLS once more, and the check would read encrypted
+	// bytes). The listener uses a clone, offering "http/1.1" alone by ALPN
+	// (also from the configurations GetConfigForClient returns): net/http
+	// serves HTTP/2 only on a *tls.Conn it handles itself, and the check
+	// reads HTTP/1.1. For the same reason a request's TLS field is nil. The
+	// handshake happens at the connection's first read, within the read
+	// deadline net/http sets for the request's headers
+	// (http.Server.ReadHeaderTimeout). It needs Certificates,
+	// GetCertificate or GetConfigForClient.
+	TLSConfig *tls.Config
 }
 
 // HTTPListener is a net.Listener to serve the HTTP transport with
-// (http.Server.Serve): it bounds the connections open at once, and it ends
-// a connection at the first request that carries both Content-Length and
-// Transfer-Encoding headers. RFC 9112 §6.1 asks a server to close the
-// connection after such a request (a request smuggling attempt: a proxy in
-// front may have framed it by the other header); net/http serves it by
+// (http.Server.Serve): it bounds the connections open at once, it ends a
+// connection at the first request that carries both Content-Length and
+// Transfer-Encoding headers, and with HTTPListenerOptions.TLSConfig it
+// terminates TLS beneath that check. RFC 9112 §6.1 asks a server to close
+// the connection after such a request (a request smuggling attempt: a proxy
+// in front may have framed it by the other header); net/http serves it by
 // Transfer-Encoding and drops Content-Length before the handler sees it, so
 // the check is made on the bytes of the connection: the connection's reads
 // fail there, and net/http answers 400 Bad Request and closes it.
 //
 // The check looks at header lines (a line starting with either name, in one
-// block of lines without a blank one), not at message framing, so it sees
-// plaintext HTTP/1.1 only: under TLS (http.Server.ServeTLS wraps this
-// listener's connections) the connection bound holds but the check sees
-// encrypted bytes and finds nothing. A body holding both header lines at
-// the start of lines in one block (never JSON, which has no raw line breaks
-// in strings, unless a chunk boundary falls just before each) ends its own
-// connection the same way.
+// block of lines without a blank one), not at message framing, so it reads
+// HTTP/1.1 in plaintext: the listener's own, or the decrypted bytes of the
+// TLS it terminates (TLSConfig). Wrapped in TLS by something else
+// (http.Server.ServeTLS, tls.NewListener around it) the connection bound
+// holds but the check reads encrypted bytes and finds nothing. A body
+// holding both header lines at the start of lines in one block (never
+// JSON, which has no raw line breaks in strings, unless a chunk boundary
+// falls just before each) ends its own connection the same way.
 //
-// Install its ConnState on the http.Server (with the handler's, see
-// HTTPHandler.ConnState) so that it knows which connections are idle; without
-// it, a connection at the bound waits for one to close.
+// Install its ConnState on the http.Server (srv.ConnState = ln.ConnState,
+// or call it from a hook of your own) so that it knows which connections are
+// idle between two requests: at MaxConnections those are closed first, and
+// without the hook a connection at the bound waits for one to close.
+//
+// Close, which http.Server.Shutdown calls first, also closes the
+// connections on which no byte arrived yet (a client's spare connection),
+// which net/http's Shutdown would otherwise wait for, up to 5 seconds.
 //
 // Its methods are safe for concurrent use.
 type HTTPListener struct {
 	net.Listener
+	tls   *tls.Config   // nil: plaintext; read-only
 	slots chan struct{} // one element per open connection; its capacity is MaxConnections
-	done  chan struct{} // closed by Close
+	done  chan struct{} // closed by Close, under mu
 	once  sync.Once
 
 	mu    sync.Mutex
@@ -82,12 +104,39 @@ type HTTPListener struct {
 
 // NewHTTPListener wraps inner. An invalid option is an error naming it.
 func NewHTTPListener(inner net.Listener, opts HTTPListenerOptions) (*HTTPListener, error) {
-	if opts.MaxConnections < 0 {
-		return nil, fmt.Errorf("mcpstdio: HTTPListenerOptions.MaxConnections must be positive, got %d", opts.MaxConnections)
+	if err := checkOption("HTTPListenerOptions.MaxConnections", opts.MaxConnections); err != nil {
+		return nil, fmt.Errorf("mcpstdio: %w", err)
 	}
 	defaultTo(&opts.MaxConnections, DefaultMaxConnections)
-	return &HTTPListener{Listener: inner, slots: make(chan struct{}, opts.MaxConnections), done: make(chan struct{}),
-		conns: make(map[*guardedConn]struct{}), wentIdle: make(chan struct{}, 1)}, nil
+	l := &HTTPListener{Listener: inner, slots: make(chan struct{}, opts.MaxConnections), done: make(chan struct{}),
+		conns: make(map[*guardedConn]struct{}), wentIdle: make(chan struct{}, 1)}
+	if opts.TLSConfig != nil {
+		c := opts.TLSConfig
+		if len(c.Certificates) == 0 && c.GetCertificate == nil && c.GetConfigForClient == nil {
+			return nil, errors.New("mcpstdio: HTTPListenerOptions.TLSConfig has no certificate (Certificates, GetCertificate or GetConfigForClient)")
+		}
+		l.tls = http1Only(c)
+	}
+	return l, nil
+}
+
+// http1Only returns a clone of c that offers HTTP/1.1 alone by ALPN, as do
+// the configurations its GetConfigForClient returns.
+func http1Only(c *tls.Config) *tls.Config {
+	c = c.Clone()
+	c.NextProtos = []string{"http/1.1"}
+	if get := c.GetConfigForClient; get != nil {
+		c.GetConfigForClient = func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+			cc, err := get(hello)
+			if cc == nil || err != nil {
+				return cc, err
+			}
+			cc = cc.Clone()
+			cc.NextProtos = []string{"http/1.1"}
+			return cc, nil
+		}
+	}
+	return c
 }
 
 // Accept accepts the next connection. Below MaxConnections it returns it at
@@ -105,7 +154,7 @@ func (l *HTTPListener) Accept() (net.Conn, error) {
 			<-l.slots
 			return nil, err
 		}
-		return l.guard(c), nil
+		return l.guard(c)
 	default:
 	}
 	c, err := l.Listener.Accept()
@@ -115,13 +164,13 @@ func (l *HTTPListener) Accept() (net.Conn, error) {
 	for {
 		select {
 		case l.slots <- struct{}{}: // one closed meanwhile: nothing to shed
-			return l.guard(c), nil
+			return l.guard(c)
 		default:
 		}
 		l.shedIdle()
 		select {
 		case l.slots <- struct{}{}:
-			return l.guard(c), nil
+			return l.guard(c)
 		case <-l.wentIdle:
 		case <-l.done:
 			c.Close()
@@ -130,13 +179,23 @@ func (l *HTTPListener) Accept() (net.Conn, error) {
 	}
 }
 
-// guard wraps c, which holds a slot, and registers it.
-func (l *HTTPListener) guard(c net.Conn) *guardedConn {
+// guard wraps c, which holds a slot, in TLS when the listener has it and in
+// the check, and registers it; once Close was called it closes c instead
+// and returns net.ErrClosed (Close closes the connections registered before,
+// on which nothing was read).
+func (l *HTTPListener) guard(c net.Conn) (net.Conn, error) {
 	gc := newGuardedConn(c, l)
 	l.mu.Lock()
+	select {
+	case <-l.done:
+		l.mu.Unlock()
+		gc.Close()
+		return nil, net.ErrClosed
+	default:
+	}
 	l.conns[gc] = struct{}{}
 	l.mu.Unlock()
-	return gc
+	return gc, nil
 }
 
 // shedIdle closes the connection that has been idle longest, if any; its
@@ -160,7 +219,8 @@ func (l *HTTPListener) shedIdle() {
 // ConnState records which of the listener's connections are idle between
 // two requests, the ones Accept closes first at MaxConnections. Install it
 // as (or call it from) the http.Server's ConnState hook. Connections it did
-// not accept (another listener's, or wrapped by TLS) are ignored.
+// not accept (another listener's, or wrapped in TLS by something else than
+// the listener) are ignored.
 func (l *HTTPListener) ConnState(c net.Conn, state http.ConnState) {
 	gc, ok := c.(*guardedConn)
 	if !ok || gc.l != l {
@@ -179,13 +239,27 @@ func (l *HTTPListener) ConnState(c net.Conn, state http.ConnState) {
 	}
 }
 
-// Close stops accepting: it closes the inner listener and ends the waits of
-// Accept. Connections already accepted are not closed. Idempotent.
+// Close stops accepting: it closes the inner listener, ends the waits of
+// Accept, and closes the connections accepted on which no byte has arrived
+// yet (with TLSConfig: no byte of a request). The others are left to their
+// server, which closes them once idle (http.Server.Shutdown) or at once
+// (http.Server.Close). Idempotent.
 func (l *HTTPListener) Close() error {
 	err := net.ErrClosed
 	l.once.Do(func() {
+		var unused []*guardedConn
+		l.mu.Lock()
 		close(l.done)
+		for c := range l.conns {
+			if !c.used.Load() {
+				unused = append(unused, c)
+			}
+		}
+		l.mu.Unlock()
 		err = l.Listener.Close()
+		for _, c := range unused {
+			c.Close()
+		}
 	})
 	return err
 }
@@ -200,16 +274,24 @@ var errAmbiguousFraming = errors.New("mcpstdio: a request carries both Content-L
 // guardedConn is an accepted connection: it frees its slot when closed, and
 // its reads fail at a request with both framing headers. Its read deadline
 // and its write deadlines are lazy, the write deadline coarse too (see
-// lazyDeadline).
+// lazyDeadline). With the listener's TLS, Conn is the *tls.Conn over the
+// accepted connection, and tls is it.
 type guardedConn struct {
 	net.Conn
-	l *HTTPListener
+	l   *HTTPListener
+	tls *tls.Conn // nil without TLS
 	// idleOrder orders the connections idle between two requests by when
 	// they went idle (HTTPListener.wentIdleCount; the lowest, the longest
 	// idle), 0 while it is not idle; see ConnState.
 	idleOrder atomic.Int64
+	// used is set once a Read returned bytes: Close of the listener closes
+	// the connections without.
+	used      atomic.Bool
 	closeOnce sync.Once
-	scan      framingScan // used by Read only: net/http reads a connection on one goroutine at a time
+	// Used by Read only: net/http reads a connection on one goroutine at a
+	// time.
+	scan      framingScan
+	handshook bool // the TLS handshake is done (or was tried and failed)
 	rdeadline lazyDeadline
 	wdeadline lazyDeadline // write is set
 }
@@ -249,9 +331,13 @@ type lazyDeadline struct {
 	failed bool          // the connection refused the last one given: set is unknown
 }
 
-// newGuardedConn returns c guarded, accepted by l.
+// newGuardedConn returns c guarded, accepted by l, in TLS when l has it.
 func newGuardedConn(c net.Conn, l *HTTPListener) *guardedConn {
 	gc := &guardedConn{Conn: c, l: l}
+	if l != nil && l.tls != nil {
+		gc.tls = tls.Server(c, l.tls)
+		gc.Conn = gc.tls
+	}
 	gc.wdeadline.write = true
 	return gc
 }
@@ -357,10 +443,17 @@ func (c *guardedConn) Write(p []byte) (int, error) {
 }
 
 // Read reads from the connection up to the start of the line that makes a
-// block of header lines ambiguous; from there on it fails.
+// block of header lines ambiguous; from there on it fails. With TLS, the
+// first Read makes the handshake first.
 func (c *guardedConn) Read(p []byte) (int, error) {
 	if c.scan.ambiguous {
 		return 0, errAmbiguousFraming
+	}
+	if c.tls != nil && !c.handshook {
+		c.handshook = true
+		if err := c.handshake(); err != nil {
+			return 0, err
+		}
 	}
 	var n int
 	var err error
@@ -370,6 +463,9 @@ func (c *guardedConn) Read(p []byte) (int, error) {
 		}
 		n, err = c.Conn.Read(p)
 	}
+	if n > 0 && !c.used.Load() {
+		c.used.Store(true)
+	}
 	switch cut := c.scan.scan(p[:n]); {
 	case cut == 0:
 		return 0, errAmbiguousFraming
@@ -377,6 +473,31 @@ func (c *guardedConn) Read(p []byte) (int, error) {
 		return cut, nil // the next Read fails
 	}
 	return n, err
+}
+
+// handshake makes the TLS handshake, its reads and writes bounded by the
+// read deadline last asked (net/http's for the request's headers), as
+// net/http bounds the handshakes it makes itself. The connection's
+// deadlines are unknown afterwards: the next Read and Write give theirs.
+func (c *guardedConn) handshake() error {
+	c.rdeadline.mu.Lock()
+	deadline := c.rdeadline.want
+	c.rdeadline.mu.Unlock()
+	err := c.tls.SetDeadline(deadline)
+	if err == nil {
+		err = c.tls.Handshake()
+	}
+	c.rdeadline.forget()
+	c.wdeadline.forget()
+	return err
+}
+
+// forget records that the connection's deadline is not known: the next
+// Read (Write) gives it the one last asked.
+func (d *lazyDeadline) forget() {
+	d.mu.Lock()
+	d.failed = true
+	d.mu.Unlock()
 }
 
 // Close closes the connection and frees its slot, once.

@@ -2,8 +2,15 @@ package main
 
 import (
 	"bufio"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"errors"
 	"io"
+	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -552,4 +559,177 @@ func TestGuardedConnWriteDeadlineIsLazyAndCoarse(t *testing.T) {
 	}
 	close(inner.gate)
 	<-done
+}
+
+// Close closes the accepted connections on which no byte arrived (a
+// client's spare), which http.Server.Shutdown would wait for, and leaves
+// the others to their server; Accept then returns net.ErrClosed.
+func TestHTTPListenerCloseClosesUnusedConnections(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		inner := &chanListener{conns: make(chan net.Conn, 2), closed: make(chan struct{})}
+		var clients []net.Conn
+		for range 2 {
+			server, client := net.Pipe()
+			inner.conns <- server
+			clients = append(clients, client)
+		}
+		ln, err := NewHTTPListener(inner, HTTPListenerOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		used, err := ln.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ln.Accept(); err != nil {
+			t.Fatal(err)
+		}
+		go io.WriteString(clients[0], "x")
+		if n, err := used.Read(make([]byte, 1)); n != 1 || err != nil {
+			t.Fatalf("reading the used connection: %d, %v", n, err)
+		}
+		ln.Close()
+		if n, err := clients[1].Read(make([]byte, 1)); err != io.EOF {
+			t.Fatalf("the unused connection after Close: read %d, %v; want EOF", n, err)
+		}
+		go io.WriteString(clients[0], "y")
+		if n, err := used.Read(make([]byte, 1)); n != 1 || err != nil {
+			t.Fatalf("the used connection after Close: read %d, %v; want it open", n, err)
+		}
+		if ln.Open() != 1 {
+			t.Fatalf("%d open, want 1", ln.Open())
+		}
+		if _, err := ln.Accept(); err != net.ErrClosed {
+			t.Fatalf("Accept after Close: %v, want net.ErrClosed", err)
+		}
+		used.Close()
+		for _, c := range clients {
+			c.Close()
+		}
+	})
+}
+
+// selfSignedTLS returns a server configuration with a certificate for
+// 127.0.0.1 made now, and a client configuration that trusts it; both offer
+// HTTP/2 and HTTP/1.1 by ALPN.
+func selfSignedTLS(t *testing.T) (server, client *tls.Config) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	template := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "127.0.0.1"},
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, template, template, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(cert)
+	protos := []string{"h2", "http/1.1"}
+	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}, NextProtos: protos},
+		&tls.Config{RootCAs: roots, NextProtos: protos}
+}
+
+// With TLSConfig the listener terminates TLS beneath the framing check: over
+// TLS a request with both Content-Length and Transfer-Encoding is refused
+// 400 and its connection closed, a chunked one is served, and so is an
+// ordinary client's request, in HTTP/1.1 (the only protocol offered by
+// ALPN, though the configuration given offers h2).
+func TestHTTPListenerChecksFramingUnderTLS(t *testing.T) {
+	serverTLS, clientTLS := selfSignedTLS(t)
+	h, err := NewHTTPHandler(newHTTPCatalogRuntime(t), HTTPOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tcp, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := NewHTTPListener(tcp, HTTPListenerOptions{TLSConfig: serverTLS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle(mcpPath, h)
+	srv := &http.Server{Handler: mux, ConnState: ln.ConnState, ReadHeaderTimeout: failAfter}
+	go srv.Serve(ln)
+	t.Cleanup(func() {
+		srv.Close()
+		h.Close()
+	})
+	addr := ln.Addr().String()
+	roundTrip := func(framing, body string) (*http.Response, *bufio.Reader) {
+		t.Helper()
+		conn, err := tls.Dial("tcp", addr, clientTLS)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		conn.SetDeadline(time.Now().Add(failAfter))
+		if got := conn.ConnectionState().NegotiatedProtocol; got != "http/1.1" {
+			t.Fatalf("ALPN chose %q, want http/1.1", got)
+		}
+		if _, err := io.WriteString(conn, rawRequest(addr, framing, body)); err != nil {
+			t.Fatal(err)
+		}
+		r := bufio.NewReader(conn)
+		resp, err := http.ReadResponse(r, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp, r
+	}
+
+	resp, r := roundTrip("Content-Length: 5\r\nTransfer-Encoding: chunked\r\n", chunked(rawListBody))
+	io.Copy(io.Discard, resp.Body)
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("both framing headers over TLS: status %d, want 400", resp.StatusCode)
+	}
+	if n, err := r.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("after the 400: read %d bytes, %v; want the connection closed", n, err)
+	}
+
+	resp, _ = roundTrip("Transfer-Encoding: chunked\r\n", chunked(rawListBody))
+	if body := readBody(t, resp); resp.StatusCode != http.StatusOK || !strings.Contains(body, `"tools":[`) {
+		t.Fatalf("a chunked request over TLS: status %d, body %.200s", resp.StatusCode, body)
+	}
+
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: clientTLS, ForceAttemptHTTP2: true}}
+	defer client.CloseIdleConnections()
+	s := &httpTestServer{t: t, url: "https://" + addr + mcpPath}
+	req, err := http.NewRequest(http.MethodPost, s.url, strings.NewReader(rawListBody))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range stateless("tools/list", "") {
+		req.Header.Set(k, v)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err = client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body := readBody(t, resp); resp.StatusCode != http.StatusOK || resp.Proto != "HTTP/1.1" || !strings.Contains(body, `"tools":[`) {
+		t.Fatalf("net/http's client over TLS: %s %d, body %.200s; want HTTP/1.1 200", resp.Proto, resp.StatusCode, body)
+	}
+}
+
+// A TLSConfig without a certificate is refused by NewHTTPListener.
+func TestNewHTTPListenerRefusesTLSWithoutCertificate(t *testing.T) {
+	if _, err := NewHTTPListener(&chanListener{}, HTTPListenerOptions{TLSConfig: &tls.Config{}}); err == nil || !strings.Contains(err.Error(), "TLSConfig") {
+		t.Fatalf("NewHTTPListener: %v, want an error naming TLSConfig", err)
+	}
 }

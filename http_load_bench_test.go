@@ -18,14 +18,17 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"mcpstdio/internal/cannedecho"
 )
 
 // httpBaselineEnv makes the test binary act as an HTTP program with no MCP
 // in it, which prints its address on stdout and serves until stdin ends.
 // Set to "1" it is the baseline: a bare net/http server on 127.0.0.1 that
 // reads each POST's body and answers a canned echo result with the
-// request's id (cannedEchoHandler), nothing else, what any MCP server over
-// net/http costs at the least. Set to "floor" it is the transport floor: the
+// request's id and text (cannedecho.Handler, as bench/rawhttp does),
+// nothing else, what any MCP server over net/http costs at the least. Set
+// to "floor" it is the transport floor: the
 // same handler served as -http serves the server, through an HTTPListener
 // (the connection bound, the lazy deadlines, the framing guard) and
 // newHTTPServer's timeouts, with -http's collector target. The baseline to
@@ -49,7 +52,7 @@ func runHTTPBaseline(stdin io.Reader, stdout io.Writer, which string) error {
 	if err != nil {
 		return err
 	}
-	handler := cannedEchoHandler(httpLoadText)
+	handler := cannedecho.Handler()
 	srv := &http.Server{Handler: handler}
 	if which == httpFloorProgram {
 		guarded, err := NewHTTPListener(ln, HTTPListenerOptions{})
@@ -65,34 +68,6 @@ func runHTTPBaseline(stdin io.Reader, stdout io.Writer, which string) error {
 	fmt.Fprintln(stdout, ln.Addr().String())
 	io.Copy(io.Discard, stdin)
 	return srv.Close()
-}
-
-// cannedEchoHandler answers every request with the frame the server sends
-// for a 2026 tools/call of its echo tool with text (content, resultType
-// and _meta), with the id of the request
-// body, after reading the whole body, as a minimal JSON-RPC handler does.
-func cannedEchoHandler(text string) http.Handler {
-	quoted := strconv.Quote(text)
-	result := `,"result":{"content":[{"type":"text","text":` + quoted + `}],"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"mcpstdio","title":"mcpstdio reference server","version":"0.1.0"}}}}`
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(r.Body)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		id := []byte("null")
-		if i := bytes.Index(body, []byte(`"id":`)); i >= 0 {
-			rest := body[i+5:]
-			if j := bytes.IndexAny(rest, ",}"); j >= 0 {
-				id = rest[:j]
-			}
-		}
-		frame := make([]byte, 0, len(frameEnvelopeStart)+len(id)+len(result))
-		frame = append(append(append(frame, frameEnvelopeStart...), id...), result...)
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Content-Length", strconv.Itoa(len(frame)))
-		w.Write(frame)
-	})
 }
 
 // The transport floor answers as the baseline does, but through the
@@ -112,7 +87,7 @@ func TestHTTPTransportFloorServesThroughTheListener(t *testing.T) {
 	} {
 		t.Run(tt.which, func(t *testing.T) {
 			target := startHTTPBaseline(t, tt.which)
-			resp, err := http.Post("http://"+target.addr+"/mcp", "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}`))
+			resp, err := http.Post("http://"+target.addr+"/mcp", "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"echo","arguments":{"text":"`+httpLoadText+`"}}}`))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -421,8 +396,8 @@ func newHTTPLoad(b *testing.B, t *httpTarget, version string, clients, calls int
 	return l
 }
 
-// openHTTPSession initializes a session of version and returns its id ("" from
-// the baseline, which knows no sessions).
+// openHTTPSession initializes a session of version and returns its id (the
+// baseline answers a fixed one and keeps no session).
 func openHTTPSession(b *testing.B, addr, version string) string {
 	post := func(body, session string) *http.Response {
 		req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/mcp", strings.NewReader(body))

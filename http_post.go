@@ -37,7 +37,7 @@ func (h *HTTPHandler) servePost(w http.ResponseWriter, r *http.Request) {
 	var post *statelessPost
 	var exchange *httpExchange
 	var body []byte
-	var res *Reservation
+	var res *reservation
 	var ok bool
 	if sessionID != "" {
 		exchange = new(httpExchange)
@@ -50,7 +50,7 @@ func (h *HTTPHandler) servePost(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	defer res.Release() // after the answer: the message served holds the body until then
+	defer res.release() // after the answer: the message served holds the body until then
 	env, err := decodeEnvelope(body)
 	switch {
 	case err != nil:
@@ -72,8 +72,8 @@ func (h *HTTPHandler) servePost(w http.ResponseWriter, r *http.Request) {
 	if h.auth != nil && !h.auth.allowMessage(w, r, &msg) {
 		return
 	}
-	h.drain.beginExchange() // until it is answered: Shutdown waits for it
-	defer h.drain.endExchange()
+	h.drain.messages.begin() // until it is answered: Shutdown waits for it
+	defer h.drain.messages.end()
 	if msg.stateless(r) {
 		if post == nil {
 			post = h.takePost()
@@ -96,8 +96,8 @@ type postedMessage struct {
 	env      envelope
 	raw      []byte          // the body: a batch's members are split from it
 	size     int             // the body's length, the job's size for the executor when res is nil
-	client   *ExecutorClient // whose share the body and the job count against; nil: a client of its own
-	res      *Reservation    // the body's bytes, which the job holds; nil: counted by size
+	client   *executorClient // whose share the body and the job count against; nil: a client of its own
+	res      *reservation    // the body's bytes, which the job holds; nil: counted by size
 	method   string
 	methodOK bool
 	// metaVersion is the JSON text of params._meta's protocol version, nil
@@ -136,8 +136,9 @@ func (m *postedMessage) read(env envelope) {
 	}
 }
 
-// id returns the message's canonical id, "" when it has none or one that is
-// not tracked (SPEC §4): what an answer the transport writes itself echoes.
+// id returns the message's canonical id, "" when it has none or one that is not
+// tracked (docs/explanation/contract.md, "The per-line pipeline"): what an
+// answer the transport writes itself echoes.
 func (m *postedMessage) id() string {
 	if m.env.id == nil {
 		return ""
@@ -186,13 +187,14 @@ func (m *postedMessage) stateless(r *http.Request) bool {
 // session it then gets what the connection synthesizes, the negotiated
 // version, which is what the request carries too (another is refused
 // before) or what the connection puts in the request's map. So when the
-// dispatcher is the Runtime itself, a 2026 message whose _meta names its
-// version, and a session's message other than an initialize or a batch,
-// carry no copy of the headers: copying them was a tenth of the
-// allocations of a call. Any other Dispatcher, one that wraps or embeds a
-// Runtime included, gets every header.
+// dispatcher is the Runtime itself, without middleware, a 2026 message
+// whose _meta names its version, and a session's message other than an
+// initialize or a batch, carry no copy of the headers: copying them was a
+// tenth of the allocations of a call. Any other Dispatcher, one that wraps
+// or embeds a Runtime included, and a Runtime's middleware (Runtime.Use),
+// get every header.
 func (h *HTTPHandler) messageHeader(r *http.Request, msg *postedMessage, inSession bool) map[string]string {
-	if h.runtime {
+	if h.runtime != nil && !h.runtime.usesMiddleware() {
 		switch {
 		case !inSession && msg.hasMeta:
 			return nil

@@ -67,7 +67,7 @@ func newRaceServer(t *testing.T) (s *httpTestServer, release chan struct{}, logg
 	srv := httptest.NewUnstartedServer(h)
 	srv.Config.ErrorLog = log.New(logged, "", 0)
 	srv.Start()
-	t.Cleanup(func() { h.CloseStreams(); srv.Close(); h.Close() })
+	t.Cleanup(func() { h.endStreams(); srv.Close(); h.Close() })
 	return &httpTestServer{t: t, url: srv.URL + "/mcp", h: h, rt: rt}, release, logged
 }
 
@@ -176,4 +176,62 @@ func TestHTTPPeerAfterRequestEnded(t *testing.T) {
 			t.Errorf("%s: Notify after the request ended = %v, want ErrRequestEnded", era, err)
 		}
 	}
+}
+
+// Sessions park and wake while their clients post, open and drop GET
+// streams and change the catalog under each other: every request is
+// answered, nothing panics, and once the clients are done every session is
+// parked idle (no owner left running, none lost).
+func TestHTTPSessionParkingRaces(t *testing.T) {
+	s, release, logged := newRaceServer(t)
+	defer close(release)
+	const sessions, rounds = 6, 20
+	ids := make([]string, sessions)
+	for i := range ids {
+		ids[i] = s.legacySession(ProtocolVersion20251125, `{}`)[headerSessionID]
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, sessions)
+	for n, id := range ids {
+		header := map[string]string{headerSessionID: id, "MCP-Protocol-Version": ProtocolVersion20251125}
+		tool := fmt.Sprint("t", n)
+		wg.Go(func() {
+			for i := range rounds {
+				pinged := s.postAsync(header, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`, i))
+				if !s.rt.RemoveTool(tool) { // every session's owner wakes for it
+					s.rt.AddTool(Tool{Name: tool}, func(context.Context, *HandlerRequest) (*ToolResult, error) { return TextResult(""), nil })
+				}
+				if got := <-pinged; !strings.HasPrefix(got, "200 ") {
+					errs <- fmt.Errorf("ping %d in %s: %q", i, id, got)
+					return
+				}
+				if i%4 == 0 {
+					req, _ := http.NewRequest(http.MethodGet, s.url, nil)
+					req.Header.Set("Accept", "text/event-stream")
+					for k, v := range header {
+						req.Header.Set(k, v)
+					}
+					resp, err := http.DefaultClient.Do(req)
+					if err != nil {
+						errs <- fmt.Errorf("GET stream of %s: %v", id, err)
+						return
+					}
+					resp.Body.Close() // 200, or 409 while the last one is still open
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	for _, id := range ids {
+		session := s.h.sessions.get(id)
+		eventually(t, "session "+id+" to park idle", func() bool {
+			_, idle := session.idleSince()
+			return idle
+		})
+	}
+	logged.check(t)
 }

@@ -71,7 +71,7 @@ func newRoundRobinProxy(t *testing.T, backends []string) *roundRobinProxy {
 		srv.Close()
 		transport.CloseIdleConnections()
 	})
-	p.url = srv.URL + DefaultHTTPPath
+	p.url = srv.URL + mcpPath
 	return p
 }
 
@@ -344,7 +344,7 @@ func newReplica(t *testing.T, key []byte) string {
 	t.Helper()
 	rt := newReplicaRuntime(t, key, replicaPageSize)
 	s := newHTTPTestServer(t, rt, HTTPOptions{})
-	return strings.TrimSuffix(s.url, DefaultHTTPPath)
+	return strings.TrimSuffix(s.url, mcpPath)
 }
 
 func newReplicaRuntime(t *testing.T, key []byte, pageSize int) *Runtime {
@@ -447,7 +447,7 @@ func TestBinaryHTTPReplicasShareCursorsAndRequestState(t *testing.T) {
 		backends = append(backends, p.base)
 	}
 	// The whole list as one process pages it, without the proxy.
-	reference, refused := walkTools(newReplicaClient(t, backends[0]+DefaultHTTPPath))
+	reference, refused := walkTools(newReplicaClient(t, backends[0]+mcpPath))
 	if refused != nil {
 		t.Fatalf("walking tools/list on one process: %d %q", refused.Error.Code, refused.Error.Message)
 	}

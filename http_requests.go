@@ -204,23 +204,27 @@ func (s *httpSession) serveWriter(w *streamWriter, sse *sseWriter, ctx context.C
 	}
 }
 
-// changeHub fans a ChangeSource's changes out to the boxes of the live
-// sessions and 2026 listen streams. The source calls put from any goroutine
+// changeHub fans a ChangeSource's changes out to the live sessions and the
+// boxes of 2026 listen streams. The source calls put from any goroutine
 // while sessions and streams come and go, so a mutex guards the set; it is
-// never held while a box is filled (a box has its own lock), so the two are
+// never held while a change is put (a box has its own lock), so the two are
 // never nested.
 type changeHub struct {
 	mu    sync.Mutex
-	boxes map[*changeBox]struct{}
+	boxes map[changeReceiver]struct{}
 }
 
-func (c *changeHub) add(b *changeBox) {
+// changeReceiver takes a change without blocking: a changeBox, or a session,
+// which puts it in its box and wakes its owner.
+type changeReceiver interface{ put(Change) }
+
+func (c *changeHub) add(b changeReceiver) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.boxes[b] = struct{}{}
 }
 
-func (c *changeHub) remove(b *changeBox) {
+func (c *changeHub) remove(b changeReceiver) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.boxes, b)
@@ -229,7 +233,7 @@ func (c *changeHub) remove(b *changeBox) {
 // put is the dispatcher's change callback: it never blocks.
 func (c *changeHub) put(change Change) {
 	c.mu.Lock()
-	boxes := make([]*changeBox, 0, len(c.boxes))
+	boxes := make([]changeReceiver, 0, len(c.boxes))
 	for b := range c.boxes {
 		boxes = append(boxes, b)
 	}

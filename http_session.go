@@ -19,10 +19,14 @@ import (
 // asks the owner for a stream to carry and writes what it hands; a DELETE
 // asks it to end. The owner never waits on a client: what a connection is
 // slow to take stays in the stream's events, which are bounded (see
-// replayBudget).
+// replayBudget). The owner runs only while the session has work: an idle
+// session parks, without a goroutine, until its next event
+// (http_session_run.go).
 
 // httpSession is one initialize-era session. The fields up to done are set
-// before the loop starts and read-only after; the rest are owned by the loop.
+// before the loop starts and read-only after; run, idleAt and shedAsked are
+// atomic; the rest are owned by the session's owner (see
+// http_session_run.go).
 type httpSession struct {
 	id       string
 	idHeader []string   // {id}: the Mcp-Session-Id of its answers, built once (see responseHeaderValues)
@@ -31,7 +35,18 @@ type httpSession struct {
 	h        *HTTPHandler
 	posts    chan *httpExchange // messages POSTed to the session
 	ctl      chan any           // GETs, DELETEs, the reports of its writers and its idle timer (see onControl)
-	done     chan struct{}      // closed when the loop exits: the session has ended
+	done     chan struct{}      // closed when the session has ended
+
+	// run is the session's run state: parked or active, ended, and the
+	// callers handing its owner an event (see enter). idleAt is when it
+	// became idle (nanoseconds since the table's epoch), set by the owner
+	// as it parks with no stream open, for the table to rank it (see
+	// idleSince).
+	run    atomic.Int64
+	idleAt atomic.Int64
+	// serve starts an owner (startOwner), as a value made once: calling it
+	// costs no allocation.
+	serve func()
 
 	// shedAsked says the handler's replay budget asks the session for bytes
 	// back; it is set by any session's owner, which then wakes this one
@@ -41,19 +56,20 @@ type httpSession struct {
 
 	conn    *connection
 	client  *clientEntry // whose share the session's work counts against
+	sub     submitter    // its connection's
 	changes *changeBox
 	// creating is the initialize that creates the session, until it is
 	// answered: a failure ends the session.
 	creating *httpExchange
 
-	streams    map[uint64]*eventStream // by number
-	order      []uint64                // stream numbers, oldest first
+	streams    []*eventStream // oldest first; at most maxSessionStreams and the one being made
 	nextStream uint64
 	standalone *eventStream // the GET stream of server-initiated messages
 	retained   int64        // bytes of the events kept
 
-	writers   int       // connections carrying the session's answers now
-	lastUsed  time.Time // when a request or a writer last came or went
+	writers   int             // connections carrying the session's answers now
+	handed    []*streamWriter // writers of plain answers not yet told (handOver)
+	lastUsed  time.Time       // when a request or a writer last came or went
 	idleTimer *time.Timer
 	ended     bool
 }
@@ -87,8 +103,9 @@ type httpExchange struct {
 // the principal owner; its work counts against the executor client
 // client names (HTTPOptions.ClientKey's, or the principal's), the zero name
 // for a client of its own; creator is the client that creates it. The
-// caller then hands it x. It returns nil when MaxSessions are live, or
-// MaxClientSessions of the creator's.
+// caller then hands it x. When MaxSessions are live it takes the place of
+// an idle session, which it ends (see sessionTable.add); it returns nil when
+// there is none it may take.
 func (h *HTTPHandler) startSession(x *httpExchange, owner string, client, creator clientName) *httpSession {
 	s := &httpSession{
 		id:      newSessionID(),
@@ -98,21 +115,26 @@ func (h *HTTPHandler) startSession(x *httpExchange, owner string, client, creato
 		posts:   make(chan *httpExchange),
 		ctl:     make(chan any),
 		done:    make(chan struct{}),
-		streams: make(map[uint64]*eventStream),
 		changes: newChangeBox(),
 	}
 	s.idHeader = []string{s.id}
-	if !h.sessions.add(s) {
+	s.serve = s.startOwner
+	ok, taken := h.sessions.add(s)
+	if taken != nil {
+		taken.end()
+	}
+	if !ok {
 		return nil
 	}
 	if client == (clientName{}) {
 		client = sessionClientName(s.id)
 	}
 	s.client = h.clients.acquire(client)
+	s.client.client.initSubmitter(&s.sub, sessionOutcomeBuffer)
 	s.conn = newConnection(connConfig{
 		dispatcher:       h.dispatcher,
 		out:              s,
-		sub:              s.client.client.NewSubmitter(),
+		sub:              &s.sub,
 		log:              h.opts.Logger,
 		requestTimeout:   h.opts.RequestTimeout,
 		transport:        TransportStreamableHTTP,
@@ -130,26 +152,23 @@ func (h *HTTPHandler) startSession(x *httpExchange, owner string, client, creato
 	s.standalone = s.newStream()
 	s.standalone.standalone = true
 	if !h.ownsExec {
-		s.conn.executorDone = h.executor.Done()
+		s.conn.executorDone = h.executor.done
 	}
 	// The idle timer reports through ctl rather than being a case of the
 	// loop's select: a timer channel costs each select that waits on it a
 	// trip through the timer heap.
 	s.idleTimer = time.AfterFunc(h.opts.SessionIdleTimeout, func() { s.control(idleTimerFired{}) })
 	s.touch()
-	h.changes.add(s.changes)
-	go s.loop()
+	h.changes.add(s)
+	s.serve()
 	return s
 }
 
-// loop is the session's owner: it runs the session's connection's owner
-// loop (serveConnection) until the session ends (DELETE, idle expiry, a
-// failed initialize, the handler's Close, or an injected executor closing,
-// after every pending request was answered).
-func (s *httpSession) loop() {
-	defer s.end()
-	serveConnection(context.Background(), s.conn, s)
-}
+// sessionOutcomeBuffer is the capacity of a session's Outcomes channel,
+// held for the session's life: a session runs its requests one after
+// another more often than many at once, and an outcome that finds it full
+// waits in the executor's mailbox (outcomeBuffer's 64 cost 5 KB a session).
+const sessionOutcomeBuffer = 4
 
 // The session is the HTTP side of its connection's owner loop: its input is
 // the POSTs, its own events the GETs, DELETEs, its writers' reports and its
@@ -164,53 +183,47 @@ func (s *httpSession) input() <-chan *httpExchange {
 	return s.posts
 }
 
-func (s *httpSession) onInput(x *httpExchange) error { return s.onPost(x) }
-func (s *httpSession) events() <-chan any            { return s.ctl }
-func (s *httpSession) onEvent(ev any) error          { s.onControl(ev); return nil }
-func (s *httpSession) finished() (bool, error)       { return s.ended, nil }
+// onInput and onEvent take an event a caller handed over, and with it the
+// caller's count (see enter).
+func (s *httpSession) onInput(x *httpExchange) error {
+	s.exit()
+	return s.onPost(x)
+}
 
-// idle does nothing: the session's writers write on their own goroutines.
-func (s *httpSession) idle() error { return nil }
+func (s *httpSession) events() <-chan any { return s.ctl }
+func (s *httpSession) onEvent(ev any) error {
+	s.exit()
+	s.onControl(ev)
+	return nil
+}
 
-// drain does nothing: what the connection answers goes to the session's
-// streams at once.
-func (s *httpSession) drain() error { return nil }
+func (s *httpSession) finished() (bool, error) { return s.ended, nil }
+
+// drain hands over the plain answers held: what else the connection answers
+// goes to the session's streams at once.
+func (s *httpSession) drain() error {
+	s.handOver()
+	return nil
+}
 
 // end ends the session: its work is cancelled, it leaves the table, and
-// every goroutine waiting on it is released by done.
+// every goroutine waiting on it is released by done. It runs on the
+// session's owner, or on the goroutine that took the session's place while
+// it was parked (claimIdle).
 func (s *httpSession) end() {
+	s.run.Or(runEnded)
 	s.h.sessions.remove(s)
-	s.h.changes.remove(s.changes)
+	s.h.changes.remove(s)
 	s.conn.close()
 	if s.client != nil {
 		s.h.clients.release(s.client)
 	}
 	s.idleTimer.Stop()
-	for _, l := range s.streams {
-		s.dropStream(l)
+	for len(s.streams) > 0 {
+		s.dropStream(s.streams[0])
 	}
+	s.handOver()
 	close(s.done)
-}
-
-// post hands x to the session's owner; false when the session has ended.
-func (s *httpSession) post(x *httpExchange) bool {
-	select {
-	case s.posts <- x:
-		return true
-	case <-s.done:
-		return false
-	}
-}
-
-// control hands ev to the session's owner; false when the session has
-// ended.
-func (s *httpSession) control(ev any) bool {
-	select {
-	case s.ctl <- ev:
-		return true
-	case <-s.done:
-		return false
-	}
 }
 
 // onPost admits a POSTed message: its version header must name the
@@ -228,7 +241,7 @@ func (s *httpSession) onPost(x *httpExchange) error {
 	case x != s.creating && x.version != "" && x.version != negotiated:
 		s.handPlain(x, http.StatusBadRequest, sessionRefusal(versionMismatch(x.version, negotiated)))
 		return nil
-	case x.msg.env.kind == kindArray && !AcceptsBatches(negotiated):
+	case x.msg.env.kind == kindArray && !acceptsBatches(negotiated):
 		s.handPlain(x, http.StatusBadRequest, errorAnswer("", errBatchRefused))
 		return nil
 	}
@@ -316,15 +329,28 @@ func (s *httpSession) startStream(x *httpExchange) {
 // empty stream). x carries nothing of the session after it, so the session lets
 // go of it at once (leave) rather than when its writer reports: the writer
 // makes no report of this batch, and the POST is answered without another
-// turn of the owner.
+// turn of the owner. Its writer is told when the owner has taken every
+// event that was ready (handOver), after the owner parked if the session
+// is idle then: a client that got the last answer of an idle session finds
+// it idle.
 func (s *httpSession) handPlain(x *httpExchange, status int, body finalFrame) {
 	x.answered = true
 	if x.gone {
 		return
 	}
-	b := streamBatch{plain: status != 0, status: status, body: body.frame, code: body.code, final: true, unreported: true}
-	x.hand(b) // x is idle: nothing was handed to it before
+	x.handed = streamBatch{plain: status != 0, status: status, body: body.frame, code: body.code, final: true, unreported: true}
+	s.handed = append(s.handed, &x.streamWriter)
 	s.leave(&x.streamWriter)
+}
+
+// handOver tells the writers of the plain answers handed (handPlain) that
+// their batch is there.
+func (s *httpSession) handOver() {
+	for _, w := range s.handed {
+		w.ready <- struct{}{} // w is idle: nothing was handed to it before
+	}
+	clear(s.handed)
+	s.handed = s.handed[:0]
 }
 
 // pump hands l's writer the events it has not had yet, when it is idle.
@@ -492,7 +518,7 @@ func (s *httpSession) onGet(g getRequest) getVerdict {
 	after := l.sent
 	if g.lastEventID != "" {
 		n, seq, ok := parseEventID(g.lastEventID)
-		l = s.streams[n]
+		l = s.stream(n)
 		if !ok || l == nil {
 			return getVerdict{status: http.StatusBadRequest, message: "Bad Request: Last-Event-ID names no stream of this session"}
 		}
@@ -530,9 +556,6 @@ func (s *httpSession) onGet(g getRequest) getVerdict {
 func versionMismatch(got, negotiated string) string {
 	return "Bad Request: unsupported MCP-Protocol-Version " + strconv.Quote(got) + " (the session negotiated " + strconv.Quote(negotiated) + ")"
 }
-
-// touch records that the session is in use now.
-func (s *httpSession) touch() { s.lastUsed = time.Now() }
 
 // expired reports whether nothing of the session has been in use for
 // SessionIdleTimeout (no request pending, no connection carrying its

@@ -18,12 +18,23 @@ const maxSessionStreams = 64
 func (s *httpSession) newStream() *eventStream {
 	s.nextStream++
 	l := &eventStream{number: s.nextStream, first: 1}
-	s.streams[l.number] = l
-	s.order = append(s.order, l.number)
-	if len(s.order) > maxSessionStreams {
+	s.streams = append(s.streams, l)
+	if len(s.streams) > maxSessionStreams {
 		s.dropEndedStream()
 	}
 	return l
+}
+
+// stream returns the session's stream numbered n, nil when it has none (a
+// slice searched from the newest: a session keeps few streams, and a map
+// of them cost an idle session more than its stream).
+func (s *httpSession) stream(n uint64) *eventStream {
+	for i := len(s.streams) - 1; i >= 0; i-- {
+		if l := s.streams[i]; l.number == n {
+			return l
+		}
+	}
+	return nil
 }
 
 // appendEvent adds an event to l (nil frame: a priming event), enforces the
@@ -65,11 +76,11 @@ func (s *httpSession) dropOldestOf(l *eventStream) {
 
 // dropStream forgets l and its events: it can no longer be resumed.
 func (s *httpSession) dropStream(l *eventStream) {
-	if _, ok := s.streams[l.number]; !ok {
+	i := slices.Index(s.streams, l)
+	if i < 0 {
 		return
 	}
-	delete(s.streams, l.number)
-	s.order = slices.DeleteFunc(s.order, func(n uint64) bool { return n == l.number })
+	s.streams = slices.Delete(s.streams, i, i+1)
 	s.charge(l, -l.bytes)
 	l.first += uint64(len(l.events))
 	l.events = nil
@@ -83,8 +94,8 @@ func (s *httpSession) dropStream(l *eventStream) {
 // dropEndedStream drops the oldest ended stream that no connection is
 // writing; it reports false when there is none.
 func (s *httpSession) dropEndedStream() bool {
-	for _, n := range s.order {
-		if l := s.streams[n]; l.ended && !l.standalone && l.writer == nil {
+	for _, l := range s.streams {
+		if l.ended && !l.standalone && l.writer == nil {
 			s.dropStream(l)
 			return true
 		}
@@ -100,8 +111,7 @@ func (s *httpSession) dropOldestEvent(keep *eventStream, keepSeq uint64) bool {
 	if s.dropEndedStream() {
 		return true
 	}
-	for _, n := range s.order {
-		l := s.streams[n]
+	for _, l := range s.streams {
 		if len(l.events) == 0 || l == keep && l.first == keepSeq {
 			continue
 		}
@@ -131,13 +141,6 @@ func (s *httpSession) enforceReplayBudget(l *eventStream, seq uint64) {
 			return
 		}
 	}
-}
-
-// askShed asks the session's owner, from any goroutine, to give bytes back
-// (shedReplay) when it next wakes; it never blocks.
-func (s *httpSession) askShed() {
-	s.shedAsked.Store(true)
-	s.changes.wake()
 }
 
 // shedReplay gives bytes back while the handler's sessions keep more than

@@ -20,7 +20,7 @@ import (
 	"time"
 )
 
-// The loads of issue 25, against the real command with -http and default
+// Loads against the real command with -http and default
 // flags, from ONE client (one loopback address; through HAProxy, every
 // request comes from the proxy's): what a lone client gets of the server.
 //
@@ -105,7 +105,7 @@ func startShareTarget(b *testing.B, proxied bool, flags ...string) *shareTarget 
 	addr := ""
 	for addr == "" && lines.Scan() {
 		if _, after, ok := strings.Cut(lines.Text(), "serving MCP over HTTP at http://"); ok {
-			addr = strings.TrimSuffix(after, DefaultHTTPPath)
+			addr = strings.TrimSuffix(after, mcpPath)
 		}
 		if _, after, ok := strings.Cut(lines.Text(), `msg="mcpstdio: serving metrics" url=`); ok {
 			s.metrics = after
@@ -122,7 +122,7 @@ func startShareTarget(b *testing.B, proxied bool, flags ...string) *shareTarget 
 		close(s.exited)
 	}()
 	s.rss = startRSSSampler(b, cmd.Process.Pid)
-	s.url = "http://" + addr + DefaultHTTPPath
+	s.url = "http://" + addr + mcpPath
 	if proxied {
 		s.url = startHAProxy(b, addr)
 	}
@@ -278,10 +278,10 @@ func benchmarkKeepAlive(b *testing.B, s *shareTarget) {
 	conns := make([]net.Conn, 0, clients)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	host := strings.TrimSuffix(strings.TrimPrefix(s.url, "http://"), DefaultHTTPPath)
+	host := strings.TrimSuffix(strings.TrimPrefix(s.url, "http://"), mcpPath)
 	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"k"},` + meta2026 + `}}`
 	var request strings.Builder
-	request.WriteString("POST " + DefaultHTTPPath + " HTTP/1.1\r\nHost: " + host + "\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n")
+	request.WriteString("POST " + mcpPath + " HTTP/1.1\r\nHost: " + host + "\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n")
 	for k, v := range stateless("tools/call", "echo") {
 		request.WriteString(k + ": " + v + "\r\n")
 	}

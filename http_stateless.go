@@ -23,9 +23,9 @@ type statelessPost struct {
 	// sub is the connection's submitter, registered (registerSubmitter)
 	// only if the connection submits a job: a request an Inline tool
 	// serves on this goroutine needs none. client is whose it is.
-	sub      Submitter
+	sub      submitter
 	h        *HTTPHandler
-	client   *ExecutorClient
+	client   *executorClient
 	request  bool // the message is a request, answered with a response
 	answered bool // the answer is complete: the POST is done
 	// held says something that may outlive the POST holds the record: a
@@ -33,7 +33,7 @@ type statelessPost struct {
 	// took the message and the body's reservation (servePost).
 	held bool
 	// A listen stream's keep-alive ticks and the handler's quit (closed by
-	// CloseStreams); nil for a request.
+	// endStreams); nil for a request.
 	keepAlive <-chan time.Time
 	quit      <-chan struct{}
 	// exec is the room of the message's execution (message.space). It
@@ -43,7 +43,7 @@ type statelessPost struct {
 	exec runtimeExecution
 	// res is the body's reservation (readBody). The body has a buffer of its
 	// own: a handler may keep its params.
-	res Reservation
+	res reservation
 	// frame is the buffer the answer frame of an Inline request is built in
 	// (frameLender), kept with the record for the next POST: the answer is
 	// copied into net/http's response as it is written.
@@ -139,7 +139,7 @@ func (h *HTTPHandler) serveStateless(w http.ResponseWriter, r *http.Request, msg
 		noClientRequests: true,
 		observer:         h.opts.Observer,
 	})
-	conn.executorDone = h.executor.Done()
+	conn.executorDone = h.executor.done
 	defer conn.close()
 	if msg.method == methodSubscriptionsListen {
 		conn.changes = newChangeBox()
@@ -148,10 +148,10 @@ func (h *HTTPHandler) serveStateless(w http.ResponseWriter, r *http.Request, msg
 		t := time.NewTicker(h.opts.KeepAlive)
 		defer t.Stop()
 		p.keepAlive = t.C
-		p.quit = h.quit // a listen stream ends with CloseStreams; a request runs to its end
+		p.quit = h.quit // a listen stream ends with endStreams; a request runs to its end
 	}
 	// Whatever ends the loop (the answer, the client leaving: the deferred
-	// close cancels the request; CloseStreams; the executor closing: its
+	// close cancels the request; endStreams; the executor closing: its
 	// requests were answered), the POST is done.
 	p.exec.own = &p.exec
 	if err := conn.onMessage(message{env: msg.env, size: msg.size, header: h.messageHeader(r, msg, false), hold: msg.res, space: &p.exec}); err != nil {
@@ -170,7 +170,7 @@ func (p *statelessPost) registerSubmitter() {
 
 // The POST is the HTTP side of its connection's owner loop: it takes no
 // message after its first; its events are the keep-alive ticks of a listen
-// stream, and its input the handler's CloseStreams, which ends one.
+// stream, and its input the handler's endStreams, which ends one.
 
 func (p *statelessPost) input() <-chan struct{}   { return p.quit }
 func (p *statelessPost) onInput(struct{}) error   { return errConnDone }

@@ -154,7 +154,7 @@ func TestHTTPInlineAnswerFramesAreReusedWhole(t *testing.T) {
 // with an error.)
 func TestHTTPStatelessNotificationWhileClosing(t *testing.T) {
 	s := newHTTPTestServer(t, nil, HTTPOptions{})
-	s.h.CloseStreams()
+	s.h.endStreams()
 	notification := s.post(stateless("notifications/initialized", ""), `{"jsonrpc":"2.0","method":"notifications/initialized","params":{`+meta2026+`}}`)
 	if body := readBody(t, notification); notification.StatusCode != http.StatusAccepted || body != "" {
 		t.Errorf("a notification while closing: %d %q, want 202 and no body", notification.StatusCode, body)

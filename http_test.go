@@ -22,6 +22,9 @@ type httpTestServer struct {
 	rt  *Runtime
 }
 
+// newHTTPTestServer serves rt through an HTTPHandler mounted at /mcp of a
+// ServeMux, as the command mounts it, with the protected resource metadata
+// at its path when opts has Auth.
 func newHTTPTestServer(t *testing.T, rt *Runtime, opts HTTPOptions) *httpTestServer {
 	t.Helper()
 	if rt == nil {
@@ -31,9 +34,14 @@ func newHTTPTestServer(t *testing.T, rt *Runtime, opts HTTPOptions) *httpTestSer
 	if err != nil {
 		t.Fatalf("NewHTTPHandler: %v", err)
 	}
-	srv := httptest.NewServer(h)
+	mux := http.NewServeMux()
+	mux.Handle(mcpPath, h)
+	if path, metadata := h.ProtectedResourceMetadata(); metadata != nil {
+		mux.Handle(path, metadata)
+	}
+	srv := httptest.NewServer(mux)
 	t.Cleanup(func() {
-		h.CloseStreams()
+		h.endStreams()
 		srv.Close()
 		h.Close()
 	})
@@ -587,7 +595,6 @@ func TestNewHTTPHandlerValidatesOptions(t *testing.T) {
 		{MaxBodyBytes: -1},
 		{MaxSessions: -1},
 		{KeepAlive: -1},
-		{Path: "mcp"},
 		{AllowedOrigins: []string{"example.com"}},
 		{Executor: e, MaxConcurrency: 4},
 		{MaxConcurrency: -1},
@@ -678,9 +685,13 @@ func TestHTTPListenStream(t *testing.T) {
 	if got := events.nextMessage(); !strings.Contains(got, "notifications/tools/list_changed") || !strings.Contains(got, `subscriptionId":"L"`) {
 		t.Fatalf("event %s, want the tagged tools/list_changed", got)
 	}
-	s.h.CloseStreams()
+	shut := make(chan error, 1)
+	go func() { shut <- s.h.Shutdown(context.Background()) }()
 	if _, err := events.next(); err == nil {
-		t.Fatal("the listen stream is still open after CloseStreams")
+		t.Fatal("the listen stream is still open after Shutdown")
+	}
+	if err := <-shut; err != nil {
+		t.Fatalf("Shutdown: %v", err)
 	}
 }
 
@@ -696,17 +707,12 @@ func TestHTTPGetStreamKeepAlive(t *testing.T) {
 	}
 }
 
-func TestHTTPSessionLimits(t *testing.T) {
-	s := newHTTPTestServer(t, nil, HTTPOptions{MaxSessions: 1})
-	s.legacySession(ProtocolVersion20251125, `{}`)
+// A session idle for SessionIdleTimeout has ended: a request to it is
+// answered 404, and its place is free.
+func TestHTTPSessionIdleExpiry(t *testing.T) {
 	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
-	resp := s.post(nil, init)
-	if body := readBody(t, resp); resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get(headerSessionID) != "" {
-		t.Fatalf("initialize beyond MaxSessions: status %d, session %q, body %s; want 503 and no session", resp.StatusCode, resp.Header.Get(headerSessionID), body)
-	}
-
 	idle := newHTTPTestServer(t, nil, HTTPOptions{MaxSessions: 1, SessionIdleTimeout: time.Nanosecond})
-	resp = idle.post(nil, init)
+	resp := idle.post(nil, init)
 	readBody(t, resp)
 	id := resp.Header.Get(headerSessionID)
 	if resp.StatusCode != 200 || id == "" {

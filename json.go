@@ -33,7 +33,8 @@ const (
 	maxJSONDepth = 512
 	// maxIDBytes is the longest unescaped string id (in UTF-8 bytes) that is tracked.
 	maxIDBytes = 256
-	// maxIntegerDigits bounds the digits of an integer literal (SPEC §3).
+	// maxIntegerDigits bounds the digits of an integer literal
+	// (docs/explanation/contract.md, "Framing").
 	maxIntegerDigits = 64
 	// smallObjectKeys is how many keys an object may have before duplicate
 	// detection switches from a linear scan of an inline array to a hash index.

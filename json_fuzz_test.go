@@ -82,9 +82,10 @@ func jsonReferenceAccepts(line []byte) bool {
 	}
 }
 
-// jsonNumberWithinLimits reports whether n, a valid JSON number, keeps SPEC
-// §3's limit: an integer literal (no fraction, no exponent) has at most 64
-// digits; a number with a fraction or an exponent may be of any length.
+// jsonNumberWithinLimits reports whether n, a valid JSON number, keeps the
+// decoder's limit (docs/explanation/contract.md, "Framing"): an integer
+// literal (no fraction, no exponent) has at most 64 digits; a number with a
+// fraction or an exponent may be of any length.
 func jsonNumberWithinLimits(n string) bool {
 	if strings.ContainsAny(n, ".eE") {
 		return true

@@ -1,7 +1,7 @@
 package main
 
 // Request ids: which ids are tracked, and the one canonical text of each
-// (SPEC §4).
+// (docs/explanation/contract.md, "The per-line pipeline").
 
 import (
 	"unicode/utf8"

@@ -35,9 +35,9 @@ func scanLiteral(data []byte, i int, literal string) (int, error) {
 
 // scanNumber validates the number literal starting at data[i] and returns the
 // offset just after it. An integer literal (no fraction, no exponent) of more
-// than maxIntegerDigits digits is refused (SPEC §3); a fraction or an exponent
-// may have any number of digits, and so may the integer part of a number that
-// has one. Each byte is looked at once.
+// than maxIntegerDigits digits is refused (docs/explanation/contract.md,
+// "Framing"); a fraction or an exponent may have any number of digits, and so
+// may the integer part of a number that has one. Each byte is looked at once.
 func scanNumber(data []byte, i int) (int, error) {
 	start := i
 	if data[i] == '-' {

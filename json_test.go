@@ -249,7 +249,8 @@ func TestDecodeEnvelopeAccepts(t *testing.T) {
 		{"1000 keys and escaped distinct", jsonObjectWithKeys(1000, `,"\u006bx":0`), kindObject},
 		{"64-digit integer", digits64, kindNumber},
 		{"64-digit negative integer", "-" + digits64, kindNumber},
-		// Only an integer literal's digits are limited (SPEC §3).
+		// Only an integer literal's digits are limited
+		// (docs/explanation/contract.md, "Framing").
 		{"100-digit fraction", "1." + strings.Repeat("5", 100), kindNumber},
 		{"300-digit fraction", "0." + strings.Repeat("3", 300), kindNumber},
 		{"negative fraction of many digits", "-0." + strings.Repeat("0", 500) + "1", kindNumber},

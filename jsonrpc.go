@@ -170,10 +170,11 @@ func notificationFrame(method string, params json.RawMessage) ([]byte, error) {
 	return append(frame, "}\n"...), nil
 }
 
-// admit validates the envelope of a decoded message (SPEC §4, "Envelope
-// errors") whose canonical id is id ("" when absent or not trackable). For a
-// message to dispatch it sets req's Method, ID and Params, leaving its other
-// fields alone, and returns true; otherwise it returns the error to answer,
+// admit validates the envelope of a decoded message (the envelope checks of
+// docs/explanation/contract.md, "The per-line pipeline") whose canonical id
+// is id ("" when absent or not trackable). For a message to dispatch it
+// sets req's Method, ID and Params, leaving its other fields alone, and
+// returns true; otherwise it returns the error to answer,
 // or neither for a malformed notification, which is dropped without an
 // answer. env must come from decodeEnvelope, which validated the whole line:
 // the request's params are marked validated, so Dispatch does not check them
@@ -220,8 +221,9 @@ func isJSONRPC2(raw []byte) bool {
 	return ok && s == "2.0"
 }
 
-// isResponse reports whether env is a response from the client (SPEC §4
-// step 3): an object without method that has result or error.
+// isResponse reports whether env is a response from the client
+// (docs/explanation/contract.md, "The per-line pipeline", step 3): an object
+// without method that has result or error.
 func (env *envelope) isResponse() bool {
 	return env.kind == kindObject && env.method == nil && (env.result != nil || env.errorV != nil)
 }

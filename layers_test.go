@@ -18,8 +18,9 @@ import (
 	"testing"
 )
 
-// coreFileList is where the core's files are listed (SPEC §1): the one
-// place, read by these tests and by the README's copy command.
+// coreFileList is where the core's files are listed
+// (docs/explanation/contract.md, "Layers"): the one place, read by these tests
+// and by copy.sh.
 const coreFileList = "testdata/core_files.txt"
 
 // corePatterns returns the globs of coreFileList.
@@ -120,10 +121,11 @@ func importArrows(t testing.TB) map[[2]string][]string {
 	return arrows
 }
 
-// TestCoreNamesNoFeature keeps the layers of SPEC §1: no file of the core
-// uses a name (a type, function, variable, constant, method or field)
-// declared in a feature's file. It logs the arrows between files by layer,
-// which `go test -run TestCoreNamesNoFeature -v .` shows.
+// TestCoreNamesNoFeature keeps the layers of docs/explanation/contract.md,
+// "Layers": no file of the core uses a name (a type, function, variable,
+// constant, method or field) declared in a feature's file. It logs the arrows
+// between files by layer, which `go test -run TestCoreNamesNoFeature -v .`
+// shows.
 func TestCoreNamesNoFeature(t *testing.T) {
 	if testing.Short() {
 		t.Skip("type-checks the package")
@@ -164,7 +166,7 @@ func TestCoreFileListMatches(t *testing.T) {
 }
 
 // copyWithScript copies the core and features into package pkg of a
-// module of its own with copy.sh, the README's copy command, and returns
+// module of its own with copy.sh and returns
 // the module's directory and what the script printed.
 func copyWithScript(t *testing.T, pkg string, features ...string) (string, string) {
 	t.Helper()
@@ -176,11 +178,12 @@ func copyWithScript(t *testing.T, pkg string, features ...string) (string, strin
 	if err != nil {
 		t.Fatalf("copy.sh: %v\n%s", err, out)
 	}
+	checkCopyProvenance(t, filepath.Join(dir, pkg))
 	return dir, string(out)
 }
 
 // TestCoreServesStdioAlone copies the core's files, and only them, into a
-// package of a module of its own with the README's copy command, vets it,
+// package of a module of its own with copy.sh, vets it,
 // then builds a small command on the core's API (testdata/core/echo) and
 // checks its stdio transcript: the core needs no feature to serve MCP over
 // stdio.
@@ -221,18 +224,21 @@ func TestCoreServesStdioAlone(t *testing.T) {
 	checkGoldenLines(t, "testdata/core/echo.out.jsonl", out)
 }
 
-// TestCopyCoreWithTasks copies the core and one feature with the README's
-// copy command and vets the copy: a feature needs the core and nothing else
-// it does not name.
-func TestCopyCoreWithTasks(t *testing.T) {
+// TestCopyCoreWithAFeature copies the core and one feature with copy.sh and
+// vets the copy: a feature needs the core and nothing else it does not name.
+func TestCopyCoreWithAFeature(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a copy of the core")
 	}
-	dir, printed := copyWithScript(t, "mcptasks", "tasks")
-	if !strings.Contains(printed, "\ntasks ") {
-		t.Errorf("copy.sh printed %q, want a line for tasks", printed)
+	for _, feature := range []string{"tasks", "apps"} {
+		t.Run(feature, func(t *testing.T) {
+			dir, printed := copyWithScript(t, "mcp"+feature, feature)
+			if !strings.Contains(printed, "\n"+feature+" ") {
+				t.Errorf("copy.sh printed %q, want a line for %s", printed, feature)
+			}
+			goCommand(t, dir, "vet", "./...")
+		})
 	}
-	goCommand(t, dir, "vet", "./...")
 	if _, err := exec.Command("sh", "copy.sh", t.TempDir(), "x", "nosuchfeature").CombinedOutput(); err == nil {
 		t.Error("copy.sh copied a feature no file is named for")
 	}

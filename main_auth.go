@@ -19,6 +19,9 @@ type authFlags struct {
 	introspectionURL, clientID string
 	clientSecretFile           string
 	acceptUntyped              bool
+	dpop                       DPoPMode
+	dpopMaxProofs              int
+	dpopMaxClientProofs        int
 	clientSecret               string              // read from clientSecretFile by check
 	scopeList                  []string            // parsed by check
 	toolScopeMap               map[string][]string // parsed by check
@@ -34,6 +37,17 @@ func (f *authFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.clientID, "auth-client-id", "", "with -auth-introspection-url, the client id this server authenticates with (HTTP Basic)")
 	fs.StringVar(&f.clientSecretFile, "auth-client-secret-file", "", "with -auth-introspection-url, the `FILE` holding that client's secret (trailing whitespace trimmed)")
 	fs.BoolVar(&f.acceptUntyped, "auth-accept-untyped-tokens", false, "with -auth-issuer, also accept JWT access tokens whose typ is JWT or absent (default: at+jwt only, RFC 9068)")
+	fs.Func("auth-dpop", "with -auth-issuer, DPoP-bound access tokens (RFC 9449): `MODE` off, allow (bearer and DPoP tokens) or require (DPoP tokens only) (default off)", func(v string) error {
+		for _, m := range []DPoPMode{DPoPOff, DPoPAllow, DPoPRequire} {
+			if v == m.String() {
+				f.dpop = m
+				return nil
+			}
+		}
+		return fmt.Errorf("%q is not off, allow or require", v)
+	})
+	optionVar(fs, &f.dpopMaxProofs, "auth-dpop-max-proofs", DefaultDPoPMaxProofs, "with -auth-dpop, the DPoP proofs remembered against replay (a proof that does not fit is refused 503)")
+	optionVar(fs, &f.dpopMaxClientProofs, "auth-dpop-max-client-proofs", 0, "with -auth-dpop, the DPoP proofs remembered of one principal (0: a quarter of -auth-dpop-max-proofs; unlimited: all of them)", Unlimited)
 }
 
 // check validates the flags once parsed (withHTTP: -http was given) and
@@ -49,6 +63,14 @@ func (f *authFlags) check(withHTTP bool) error {
 		if f.acceptUntyped {
 			return errors.New("-auth-accept-untyped-tokens needs -auth-issuer")
 		}
+		if f.dpop != DPoPOff {
+			return errors.New("-auth-dpop needs -auth-issuer")
+		}
+	}
+	if f.dpop == DPoPOff && (f.dpopMaxProofs != DefaultDPoPMaxProofs && f.dpopMaxProofs != 0 || f.dpopMaxClientProofs != 0) {
+		return errors.New("-auth-dpop-max-proofs and -auth-dpop-max-client-proofs need -auth-dpop allow or require")
+	}
+	if f.issuer == "" {
 		return nil
 	}
 	switch {
@@ -110,5 +132,9 @@ func (f *authFlags) options(logger *slog.Logger) (*AuthOptions, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &AuthOptions{Resource: f.resource, AuthorizationServers: []string{f.issuer}, Verifier: verifier, Scopes: f.scopeList, ToolScopes: f.toolScopeMap}, nil
+	opts := &AuthOptions{Resource: f.resource, AuthorizationServers: []string{f.issuer}, Verifier: verifier, Scopes: f.scopeList, ToolScopes: f.toolScopeMap}
+	if f.dpop != DPoPOff {
+		opts.DPoP = DPoPOptions{Mode: f.dpop, MaxProofs: f.dpopMaxProofs, MaxClientProofs: f.dpopMaxClientProofs}
+	}
+	return opts, nil
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestAuthFlags: the -auth-* flags that go together, and what each refuses.
@@ -39,6 +40,13 @@ func TestAuthFlags(t *testing.T) {
 		{"missing secret file", with(introspection, "-auth-client-secret-file", filepath.Join(t.TempDir(), "none")), "-auth-client-secret-file: open"},
 		{"empty secret file", with(introspection, "-auth-client-secret-file", empty), "is empty"},
 		{"tool scope without =", with(jwt, "-auth-tool-scopes", "echo"), `-auth-tool-scopes: "echo" is not TOOL=SCOPE`},
+		{"DPoP allowed", with(jwt, "-auth-dpop", "allow"), ""},
+		{"DPoP off", with(jwt, "-auth-dpop", "off"), ""},
+		{"DPoP required, with its bounds", with(introspection, "-auth-client-secret-file", secret, "-auth-dpop", "require", "-auth-dpop-max-proofs", "10", "-auth-dpop-max-client-proofs", "unlimited"), ""},
+		{"DPoP of an unknown mode", with(jwt, "-auth-dpop", "on"), `"on" is not off, allow or require`},
+		{"DPoP without issuer", []string{"-auth-dpop", "allow"}, "-auth-dpop needs -auth-issuer"},
+		{"DPoP bounds without DPoP", with(jwt, "-auth-dpop-max-client-proofs", "3"), "need -auth-dpop allow or require"},
+		{"negative DPoP proofs", with(jwt, "-auth-dpop", "allow", "-auth-dpop-max-proofs", "-1"), `invalid value "-1" for flag -auth-dpop-max-proofs: must be >= 0, got -1`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -60,6 +68,85 @@ func TestAuthFlags(t *testing.T) {
 	if err != nil || c.auth.clientSecret != "s3cret" || strings.Join(c.auth.toolScopeMap["echo"], " ") != "x y" {
 		t.Fatalf("parsed %+v, %v", c.auth, err)
 	}
+	for _, tt := range []struct {
+		args []string
+		want DPoPOptions
+	}{
+		{jwt, DPoPOptions{}},
+		{with(jwt, "-auth-dpop", "allow"), DPoPOptions{Mode: DPoPAllow, MaxProofs: DefaultDPoPMaxProofs}},
+		{with(jwt, "-auth-dpop", "require", "-auth-dpop-max-proofs", "10", "-auth-dpop-max-client-proofs", "unlimited"), DPoPOptions{Mode: DPoPRequire, MaxProofs: 10, MaxClientProofs: Unlimited}},
+		{with(jwt, "-auth-dpop", "allow", "-auth-dpop-max-proofs", "0", "-auth-dpop-max-client-proofs", "0"), DPoPOptions{Mode: DPoPAllow}},
+	} {
+		c, err := parseFlags(tt.args, &stderr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts, err := c.auth.options(quietLogger())
+		if err != nil || opts.DPoP.Mode != tt.want.Mode || opts.DPoP.MaxProofs != tt.want.MaxProofs || opts.DPoP.MaxClientProofs != tt.want.MaxClientProofs {
+			t.Fatalf("%v: DPoP options %+v, %v; want %+v", tt.args, opts.DPoP, err, tt.want)
+		}
+	}
+	var usage strings.Builder
+	parseFlags([]string{"-h"}, &usage)
+	for _, line := range []string{"  -auth-dpop MODE\n", "off, allow (bearer and DPoP tokens) or require (DPoP tokens only) (default off)", "  -auth-dpop-max-proofs int\n", "(default 100000)", "  -auth-dpop-max-client-proofs int\n"} {
+		if !strings.Contains(usage.String(), line) {
+			t.Errorf("-h does not say %q", line)
+		}
+	}
+}
+
+// TestBinaryServesDPoP: the binary with -auth-dpop require takes a
+// DPoP-bound JWT with a proof of its key, for the resource's URL, once;
+// it refuses the same token as Bearer, and its metadata says DPoP is
+// required.
+func TestBinaryServesDPoP(t *testing.T) {
+	es, client := newTestKey(t, "es", algES256), newTestKey(t, "client", algEdDSA)
+	iss := newTestIssuer(t, es)
+	const resource = "http://localhost:8080/mcp"
+	p := startHTTPServer(t, "-auth-issuer", iss.url, "-auth-resource", resource, "-auth-dpop", "require")
+	defer p.stop()
+	token := es.sign(t, algES256, nil, iss.claims(map[string]any{"aud": resource, "cnf": map[string]string{"jkt": client.thumbprint(t)}}))
+	call := func(authorization, proof string) *http.Response {
+		req, err := http.NewRequest(http.MethodPost, p.base+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{`+meta2026+`}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		for k, v := range stateless("tools/list", "") {
+			req.Header.Set(k, v)
+		}
+		req.Header.Set("Authorization", authorization)
+		if proof != "" {
+			req.Header.Set(headerDPoP, proof)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	proof := client.proof(t, algEdDSA, nil, proofClaims(http.MethodPost, resource, token, time.Now(), nil))
+	if resp := call("DPoP "+token, proof); resp.StatusCode != 200 {
+		t.Fatalf("a bound token with its proof: %d %q", resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
+	}
+	if resp := call("DPoP "+token, proof); resp.StatusCode != 401 || !strings.Contains(resp.Header.Get("WWW-Authenticate"), reasonProofReplayed) {
+		t.Fatalf("the proof again: %d %q", resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
+	}
+	want := `DPoP algs="ES256 EdDSA PS256 RS256", resource_metadata="http://localhost:8080/.well-known/oauth-protected-resource/mcp"`
+	if resp := call("Bearer "+token, ""); resp.StatusCode != 401 || strings.Join(resp.Header.Values("WWW-Authenticate"), "\n") != want {
+		t.Fatalf("the token as Bearer: %d %q", resp.StatusCode, resp.Header.Values("WWW-Authenticate"))
+	}
+	md, err := http.Get(p.base + "/.well-known/oauth-protected-resource/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body, _ := io.ReadAll(md.Body); !strings.Contains(string(body), `"dpop_bound_access_tokens_required":true`) {
+		t.Fatalf("metadata: %s", body)
+	}
+	md.Body.Close()
 }
 
 // TestBinaryServesAuthorization: the binary with -http and the -auth-*
@@ -110,14 +197,18 @@ func TestBinaryServesAuthorization(t *testing.T) {
 	if resp, body := call(adminToken, "tools/call", "echo", echo); resp.StatusCode != 200 || !strings.Contains(body, `"text":"hi"`) {
 		t.Fatalf("echo with mcp:admin: %d %s", resp.StatusCode, body)
 	}
-	md, err := http.Get(p.base + "/.well-known/oauth-protected-resource/mcp")
-	if err != nil {
-		t.Fatal(err)
+	// The metadata is where the challenge points, and at the root
+	// well-known path for clients that look there.
+	for _, path := range []string{"/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"} {
+		md, err := http.Get(p.base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if body, _ := io.ReadAll(md.Body); md.StatusCode != 200 || !strings.Contains(string(body), `"authorization_servers":["`+iss.url+`"]`) {
+			t.Fatalf("metadata at %s: %d %s", path, md.StatusCode, body)
+		}
+		md.Body.Close()
 	}
-	if body, _ := io.ReadAll(md.Body); md.StatusCode != 200 || !strings.Contains(string(body), `"authorization_servers":["`+iss.url+`"]`) {
-		t.Fatalf("metadata: %d %s", md.StatusCode, body)
-	}
-	md.Body.Close()
 
 	ti := newTestIntrospector(t)
 	secret := filepath.Join(t.TempDir(), "secret")

@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// The reference catalog is what `go run .` serves (SPEC §11): an echo tool, a
+// The reference catalog is what `go run .` serves: an echo tool, a
 // cancellable sleep tool, and the fixtures the official MCP conformance suite
 // calls, with the names, texts and data that suite expects.
 
@@ -60,7 +60,7 @@ func decodeReferenceMedia() (referenceMedia, error) {
 }
 
 // registerReferenceCatalog registers the reference server's tools, resources,
-// prompts and completions on rt (SPEC §11). It fails when one of them cannot
+// prompts and completions on rt. It fails when one of them cannot
 // be registered (for example because rt already holds an entry of that name);
 // rt then holds the entries registered before the failure and should be
 // discarded.
@@ -70,6 +70,7 @@ func registerReferenceCatalog(rt *Runtime) error {
 		return fmt.Errorf("reference catalog: %w", err)
 	}
 	steps := []func(*Runtime, referenceMedia) error{
+		registerReferenceApp, // before the echo tool, which links to it
 		registerReferenceTools,
 		registerReferenceResources,
 		registerReferencePrompts,
@@ -90,7 +91,13 @@ func registerReferenceCatalog(rt *Runtime) error {
 func registerReferenceTools(rt *Runtime, m referenceMedia) error {
 	// The tools that only build their answer run inline, on the connection's
 	// owner (Tool.Inline); sleep and the one that asks the client do not.
-	echo := inlineTool(referenceTool("echo", "Returns the given text unchanged, as one text content block", echoSchema))
+	// echo's results show in its app on hosts that render apps
+	// (main_apps.go); every host gets the text.
+	echo, err := LinkApp(inlineTool(referenceTool("echo", "Returns the given text unchanged, as one text content block", echoSchema)),
+		ToolUI{ResourceURI: echoAppURI})
+	if err != nil {
+		return err
+	}
 	if err := rt.AddTool(echo, echoText); err != nil {
 		return err
 	}

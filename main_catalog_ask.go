@@ -9,8 +9,9 @@ import (
 	"strings"
 )
 
-// The reference fixtures that ask the client for input (SPEC §10, §11): the
-// conformance suite's sampling and elicitation tools, the multi-round-trip
+// The reference fixtures that ask the client for input
+// (docs/explanation/contract.md, "Asking the client"): the conformance suite's
+// sampling and elicitation tools, the multi-round-trip
 // (test_input_required_result_*) tools and prompt, and
 // test_streaming_elicitation. Each handler serves both eras unchanged: in the
 // initialize era its questions are server-to-client requests, in 2026-07-28

@@ -7,8 +7,9 @@ import (
 	"testing"
 )
 
-// The conformance suite's client: what it declares and how it answers
-// (notes §3.8), written out independently of main_catalog_ask.go.
+// The conformance suite's client: what it declares and how it answers in its
+// input-required-result scenarios, written out independently of
+// main_catalog_ask.go.
 const (
 	suiteCaps      = `{"sampling":{},"elicitation":{},"roots":{"listChanged":true}}`
 	suiteRoots     = `{"roots":[{"uri":"file:///test/root","name":"Test Root"}]}`
@@ -181,8 +182,7 @@ func TestAskingFixtureMultiRound2026(t *testing.T) {
 }
 
 // TestAskingFixtureScenarios2026 replays the suite's other
-// input-required-result scenarios (notes §3.8) and server-stateless probe
-// 11.
+// input-required-result scenarios and its server-stateless probe of them.
 func TestAskingFixtureScenarios2026(t *testing.T) {
 	rt := newCatalogRuntime(t)
 	call := func(tool, members, caps string) Reply {

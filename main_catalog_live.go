@@ -5,8 +5,9 @@ import (
 	"time"
 )
 
-// The reference fixtures that talk to the client while they run: progress,
-// log messages and catalog-change announcements (SPEC §9).
+// The reference fixtures that talk to the client while they run: progress, log
+// messages and catalog-change announcements (docs/explanation/contract.md,
+// "Progress", "Logging" and "Subscriptions").
 
 // fixtureStep is the pause between a fixture's messages, so a client sees
 // them arrive over time, as the conformance suite's reference server does.

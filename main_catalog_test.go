@@ -370,11 +370,12 @@ func TestReferenceSleepEndsWithContext(t *testing.T) {
 
 func TestReferenceResources(t *testing.T) {
 	rt := newCatalogRuntime(t)
-	const (
+	var (
 		resources = `"resources":[` +
 			`{"uri":"test://static-binary","name":"static-binary","title":"Static Binary Resource","description":"A static binary resource (image) for testing","mimeType":"image/png"},` +
 			`{"uri":"test://static-text","name":"static-text","title":"Static Text Resource","description":"A static text resource for testing","mimeType":"text/plain"},` +
-			`{"uri":"test://watched-resource","name":"watched-resource","title":"Watched Resource","description":"A resource for testing resource subscriptions","mimeType":"text/plain"}]`
+			`{"uri":"test://watched-resource","name":"watched-resource","title":"Watched Resource","description":"A resource for testing resource subscriptions","mimeType":"text/plain"},` +
+			catalogWantEchoApp + `]`
 		templates = `"resourceTemplates":[{"uriTemplate":"test://template/{id}/data","name":"template","title":"Resource Template","description":"A resource template with parameter substitution","mimeType":"application/json"}]`
 	)
 	reads := []struct{ uri, contents string }{
@@ -464,7 +465,7 @@ func TestReferenceCapabilities(t *testing.T) {
 	if reply.Error != nil || json.Unmarshal(reply.Result, &res) != nil {
 		t.Fatalf("initialize: %s %+v", reply.Result, reply.Error)
 	}
-	if want := `{"completions":{},"prompts":{},"resources":{},"tools":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}`; string(res.Capabilities) != want {
+	if want := `{"completions":{},"prompts":{},"resources":{},"tools":{},"extensions":{"io.modelcontextprotocol/tasks":{},"io.modelcontextprotocol/ui":{"mimeTypes":["text/html;profile=mcp-app"]}}}`; string(res.Capabilities) != want {
 		t.Errorf("capabilities %s, want %s", res.Capabilities, want)
 	}
 }
@@ -472,7 +473,7 @@ func TestReferenceCapabilities(t *testing.T) {
 func TestReferenceCatalogRegistersOnce(t *testing.T) {
 	rt := newCatalogRuntime(t)
 	err := registerReferenceCatalog(rt)
-	const want = `reference catalog: adding tool "echo": a tool of that name is already registered`
+	const want = `reference catalog: adding app "ui://echo/view.html": a resource with that URI is already registered`
 	if err == nil || err.Error() != want {
 		t.Fatalf("second registration error = %v, want %q", err, want)
 	}

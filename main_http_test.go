@@ -2,6 +2,8 @@ package main
 
 import (
 	"bufio"
+	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -10,6 +12,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // TestBinaryServesHTTPAndDrainsOnSIGTERM runs the real command with -http on
@@ -19,7 +22,7 @@ import (
 func TestBinaryServesHTTPAndDrainsOnSIGTERM(t *testing.T) {
 	addrFile := filepath.Join(t.TempDir(), "addr")
 	p := startHTTPServer(t, "-http-addr-file", addrFile)
-	url := p.base + DefaultHTTPPath
+	url := p.base + mcpPath
 	addr, err := os.ReadFile(addrFile)
 	if err != nil || "http://"+strings.TrimSpace(string(addr))+"/mcp" != url {
 		t.Fatalf("-http-addr-file holds %q (%v), stderr says %s", addr, err, url)
@@ -86,7 +89,7 @@ func startHTTPServer(t *testing.T, args ...string) *httpServerProcess {
 	for p.base == "" && lines.Scan() {
 		log.Write([]byte(lines.Text() + "\n"))
 		if _, after, ok := strings.Cut(lines.Text(), "serving MCP over HTTP at "); ok {
-			p.base = strings.TrimSuffix(after, DefaultHTTPPath)
+			p.base = strings.TrimSuffix(after, mcpPath)
 		}
 	}
 	if p.base == "" {
@@ -127,4 +130,108 @@ func (p *httpServerProcess) stop() int {
 	}
 	<-p.stderrDone
 	return p.wait()
+}
+
+// TestHTTPBoundFlagsReachTheirOptions: each HTTP bound's flag sets its
+// option, and only it; without the flags each option is its default, and
+// -max-line-bytes no longer sets the body limit.
+func TestHTTPBoundFlagsReachTheirOptions(t *testing.T) {
+	tests := []struct {
+		flag, value string
+		option      func(o HTTPOptions) any
+		def, want   any
+	}{
+		{"-http-max-sessions", "7", func(o HTTPOptions) any { return o.MaxSessions }, DefaultMaxSessions, 7},
+		{"-http-session-idle-timeout", "90s", func(o HTTPOptions) any { return o.SessionIdleTimeout }, DefaultSessionIdleTimeout, 90 * time.Second},
+		{"-http-max-listen-streams", "9", func(o HTTPOptions) any { return o.MaxListenStreams }, DefaultMaxListenStreams, 9},
+		{"-http-max-replay-bytes", "1001", func(o HTTPOptions) any { return o.MaxReplayBytes }, DefaultMaxReplayBytes, 1001},
+		{"-http-max-session-replay-bytes", "1002", func(o HTTPOptions) any { return o.MaxSessionReplayBytes }, DefaultMaxSessionReplayBytes, 1002},
+		{"-http-max-body-bytes", "1003", func(o HTTPOptions) any { return o.MaxBodyBytes }, DefaultMaxBodyBytes, 1003},
+		{"-http-read-body-timeout", "4s", func(o HTTPOptions) any { return o.ReadBodyTimeout }, DefaultReadBodyTimeout, 4 * time.Second},
+	}
+	defaults, err := parseFlags([]string{"-http", ":0", "-max-line-bytes", "555"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range tests {
+		t.Run(tt.flag, func(t *testing.T) {
+			if got := tt.option(defaults.httpOptions()); got != tt.def {
+				t.Errorf("without %s: %v, want the default %v", tt.flag, got, tt.def)
+			}
+			c, err := parseFlags([]string{"-http", ":0", tt.flag, tt.value}, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := tt.option(c.httpOptions()); got != tt.want {
+				t.Errorf("%s %s: %v, want %v", tt.flag, tt.value, got, tt.want)
+			}
+			for _, other := range tests {
+				if other.flag != tt.flag && other.option(c.httpOptions()) != other.def {
+					t.Errorf("%s %s also set %s's option to %v", tt.flag, tt.value, other.flag, other.option(c.httpOptions()))
+				}
+			}
+			bad := "-1"
+			if _, ok := tt.want.(time.Duration); ok {
+				bad = "-1s"
+			}
+			var stderr strings.Builder
+			if _, err := parseFlags([]string{"-http", ":0", tt.flag, bad}, &stderr); err == nil || !strings.Contains(stderr.String(), "for flag "+tt.flag+": must be >= 0, got "+bad) {
+				t.Errorf("%s %s: %v, stderr %q; want it refused, naming the flag", tt.flag, bad, err, stderr.String())
+			}
+			// -h: "  -flag type\n    \twith -http, what it bounds; beyond it ... (default D)"
+			var usage strings.Builder
+			parseFlags([]string{"-h"}, &usage)
+			_, entry, _ := strings.Cut(usage.String(), "  "+tt.flag+" ")
+			_, text, _ := strings.Cut(entry, "\n")
+			text, _, _ = strings.Cut(text, "\n")
+			if !strings.HasPrefix(strings.TrimSpace(text), "with -http, ") || !strings.Contains(text, "beyond") || !strings.HasSuffix(text, fmt.Sprintf("(default %v)", tt.def)) {
+				t.Errorf("-h says of %s: %q; want what it bounds with -http, what happens beyond, and the default %v", tt.flag, text, tt.def)
+			}
+		})
+	}
+}
+
+// TestBinaryHTTPBoundFlags: the command serves with the bounds its flags
+// give: a body over -http-max-body-bytes is refused 413 (with
+// -max-line-bytes left at its default), and with -http-max-sessions 1 an
+// initialize while the one session has its stream open is refused 503.
+func TestBinaryHTTPBoundFlags(t *testing.T) {
+	p := startHTTPServer(t, "-http-max-body-bytes", "300", "-http-max-sessions", "1")
+	defer p.stop()
+	s := &httpTestServer{t: t, url: p.base + mcpPath}
+	long := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"` + strings.Repeat("x", 300) + `"},` + meta2026 + `}}`
+	resp := s.post(stateless("tools/call", "echo"), long)
+	if body := readBody(t, resp); resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(body, "300-byte limit") {
+		t.Fatalf("a body over -http-max-body-bytes: status %d, body %s; want 413", resp.StatusCode, body)
+	}
+	session := s.legacySession(ProtocolVersion20251125, `{}`)
+	get := s.do(t.Context(), http.MethodGet, map[string]string{headerSessionID: session[headerSessionID], "Accept": "text/event-stream"}, "")
+	defer get.Body.Close()
+	if ev, err := newSSEReader(t, get).next(); err != nil || ev.id == "" {
+		t.Fatalf("the session's GET stream: %+v, %v", ev, err)
+	}
+	resp = s.post(nil, `{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	if body := readBody(t, resp); resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, errSessionCapacity.Message) {
+		t.Fatalf("a second session beyond -http-max-sessions 1: status %d, body %s; want 503", resp.StatusCode, body)
+	}
+}
+
+// The soft memory limit counts four of the largest messages of the
+// transport served: lines on stdio, POST bodies with -http.
+func TestMemoryLimitCountsTheTransportsMessages(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want int64
+	}{
+		{[]string{"-max-inflight-bytes", "1000", "-max-line-bytes", "100", "-http-max-body-bytes", "300"}, 1000 + 4*100 + 16<<20},
+		{[]string{"-http", ":0", "-max-inflight-bytes", "1000", "-max-line-bytes", "100", "-http-max-body-bytes", "300"}, 1000 + 4*300 + 16<<20},
+	} {
+		c, err := parseFlags(tt.args, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := memoryLimit(c); got != tt.want {
+			t.Errorf("%v: memory limit %d, want %d", tt.args, got, tt.want)
+		}
+	}
 }

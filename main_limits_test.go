@@ -21,7 +21,7 @@ func TestBinaryBadLimitFlags(t *testing.T) {
 		{"-max-client-concurrency", "2"}, // stdio has one client
 		{"-max-client-inflight-bytes", "100"},
 		{"-http", ":0", "-max-client-queue", "-1"},
-		{"-http", ":0", "-http-max-connections", "0"},
+		{"-http", ":0", "-http-max-connections", "-1"},
 		{"-http", ":0", "-http-max-header-bytes", "-5"},
 	} {
 		cmd := exec.Command(serverBinary(t), args...)
@@ -152,7 +152,7 @@ func TestBinaryHTTPMaxHeaderBytes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		p := startHTTPServer(t, tt.args...)
-		s := &httpTestServer{t: t, url: p.base + DefaultHTTPPath}
+		s := &httpTestServer{t: t, url: p.base + mcpPath}
 		header := stateless("tools/list", "")
 		header["X-Padding"] = strings.Repeat("p", tt.header)
 		ctx, cancel := context.WithTimeout(context.Background(), failAfter)

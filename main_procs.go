@@ -17,8 +17,8 @@ import (
 // owner readies a goroutine while a processor is idle, and the runtime
 // wakes a thread to look for work that is not there: on a 2-core machine a
 // third of the server's CPU per call went to that, and the client it
-// shares the machine with waited for it (limits.sh's pairs: a 100 B echo at
-// window 64 went from 0.29 to 0.34 of fastecho's rate with 35% less CPU per
+// shares the machine with waited for it (bench/limits' pairs: a 100 B echo at
+// window 64 went from 0.29 to 0.34 of lineecho's rate with 35% less CPU per
 // call, one call at a time from 2.6 to 2.1 times its latency). So by default the server runs on one
 // processor while no worker runs a handler, and on the runtime's default
 // once one has run for procsDelay, until a whole procsGrace passes in which

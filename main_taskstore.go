@@ -9,8 +9,8 @@ import (
 // command keeps them in its memory (the default TaskStore) and has none. The
 // postgres module's command builds from this directory's files with its own
 // version of this file (postgres/main_taskstore.go), which adds -dsn and the
-// connection pool's bound and keeps the tasks in PostgreSQL (README:
-// "Several replicas").
+// connection pool's bound and keeps the tasks in PostgreSQL
+// (docs/how-to/deploy.md).
 type taskStoreFlags struct{}
 
 // register adds the flags to fs.

@@ -93,8 +93,8 @@ func sessionPeakRSS(b *testing.B, input func(io.Writer), answers int) int64 {
 	return s.stop()
 }
 
-// BenchmarkBinaryMemory measures the real binary's peak RSS (SPEC §3 and
-// issue 6's memory targets): a 64 MiB line without a newline, against a
+// BenchmarkBinaryMemory measures the real binary's peak RSS
+// (docs/explanation/performance.md): a 64 MiB line without a newline, against a
 // session of one ping; and 2,000 requests of 64 KiB sent while nobody reads
 // stdout, with how long the process lived before the write timeout ended it.
 func BenchmarkBinaryMemory(b *testing.B) {

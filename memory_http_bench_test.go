@@ -19,8 +19,8 @@ import (
 	"time"
 )
 
-// The real binary's peak RSS with -http and default flags, under the loads
-// of issue 16 (the goal is under 150 MiB each):
+// The real binary's peak RSS with -http and default flags, under hostile
+// loads (the goal is under 150 MiB each):
 //
 //   - header-lines: 200 connections that each send 1 MB of one unfinished
 //     header line (rss-after-MiB: once they are dropped and the server has
@@ -88,7 +88,7 @@ func startHTTPBenchServer(b *testing.B) *httpBenchServer {
 	lines := bufio.NewScanner(stderr)
 	for s.addr == "" && lines.Scan() {
 		if _, after, ok := strings.Cut(lines.Text(), "serving MCP over HTTP at http://"); ok {
-			s.addr = strings.TrimSuffix(after, DefaultHTTPPath)
+			s.addr = strings.TrimSuffix(after, mcpPath)
 		}
 	}
 	if s.addr == "" {
@@ -199,7 +199,7 @@ func hostClient(i, hosts int) *http.Client {
 
 func benchmarkEchoes(b *testing.B, read bool, hosts int) {
 	s := startHTTPBenchServer(b)
-	url := "http://" + s.addr + DefaultHTTPPath
+	url := "http://" + s.addr + mcpPath
 	text := strings.Repeat("e", 1_900_000)
 	const calls = 100
 	var wg sync.WaitGroup
@@ -247,7 +247,7 @@ func benchmarkEchoes(b *testing.B, read bool, hosts int) {
 
 func benchmarkClientAnswers(b *testing.B) {
 	s := startHTTPBenchServer(b)
-	url := "http://" + s.addr + DefaultHTTPPath
+	url := "http://" + s.addr + mcpPath
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	post := func(header map[string]string, body string) *http.Response {
 		req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, url, strings.NewReader(body))

@@ -7,7 +7,7 @@ import (
 	"sync"
 )
 
-// Limits of progress reporting (SPEC §9.1).
+// Limits of progress reporting (docs/explanation/contract.md, "Progress").
 const (
 	maxProgressReports = 1000
 	maxProgressMessage = 4096

@@ -337,7 +337,7 @@ func readLines(lr *lineReader, out chan<- inbound, ahead *lookahead, stop <-chan
 			// The next Read will most likely find nothing yet and park: let
 			// the coordinator serve what it was given first, so that the
 			// answer does not wait behind that Read (one call at a time:
-			// about 5% of a call's latency, limits.sh's pairs).
+			// about 5% of a call's latency, bench/limits' pairs).
 			runtime.Gosched()
 		}
 		if in.eof || in.readErr != nil {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -19,7 +20,9 @@ const (
 
 const defaultPageSize = 100
 
-// RuntimeOptions configure a Runtime. A zero value means the default.
+// RuntimeOptions configure a Runtime. A zero value means the default, and a
+// field says when it also takes Unlimited (see Unlimited for the rule every
+// options struct follows).
 type RuntimeOptions struct {
 	// ServerInfo identifies the server; Name and Version are required.
 	ServerInfo Implementation
@@ -27,8 +30,9 @@ type RuntimeOptions struct {
 	// results.
 	Instructions string
 	// ProtocolVersions are the enabled versions in preference order; nil
-	// enables 2026-07-28, 2025-11-25 and 2025-06-18, in that order. A version
-	// not listed is never negotiated, discovered or served.
+	// enables all five, 2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26 and
+	// 2024-11-05, in that order. A version not listed is never negotiated,
+	// discovered or served.
 	ProtocolVersions []string
 	// PageSize is the number of items per list page; 0 means 100.
 	PageSize int
@@ -38,12 +42,11 @@ type RuntimeOptions struct {
 	CacheTTLMs int64
 	CacheScope string
 	// ClientRequestTimeout bounds the wait for the client's answer to a
-	// server-to-client request (initialize era, SPEC §10.1), within the
-	// handler's context: 0 means 60s; a negative value leaves only the
-	// handler's context.
+	// server-to-client request (initialize era), within the handler's
+	// context: 0 means 60s; Unlimited leaves only the handler's context.
 	ClientRequestTimeout time.Duration
-	// RequestStateTTL is how long a 2026 requestState stays valid (SPEC
-	// §10.2): 0 means one hour; a negative value means it never expires.
+	// RequestStateTTL is how long a 2026 requestState stays valid: 0 means
+	// one hour; Unlimited means it never expires.
 	RequestStateTTL time.Duration
 	// StateKey is the secret that signs pagination cursors and 2026
 	// requestStates, so that replicas given the same StateKey accept each
@@ -74,7 +77,8 @@ type RuntimeOptions struct {
 	// a tool whose Execution supports them.
 	Tasks TaskProvider
 	// Logger receives diagnostics (handler panics, results that failed to
-	// encode); nil discards them. Never written to the protocol output.
+	// encode, and those of the tasks and skills served); nil:
+	// slog.Default(). Never written to the protocol output.
 	Logger *slog.Logger
 	// Policy, when set, decides which tools, prompts and resources each
 	// principal may see and use (policy.go). Results then differ per
@@ -82,9 +86,9 @@ type RuntimeOptions struct {
 	Policy AccessPolicy
 }
 
-// Runtime serves the MCP protocol methods of one server: the three dialects
-// (SPEC §7) and a catalog of tools, resources, resource templates, prompts
-// and completions (SPEC §8). It is a Dispatcher.
+// Runtime serves the MCP protocol methods of one server: every protocol
+// version and a catalog of tools, resources, resource templates, prompts and
+// completions. It is a Dispatcher.
 //
 // A Runtime is safe for concurrent use: Dispatch runs concurrently with
 // itself and with registration and removal, which may happen while serving.
@@ -126,6 +130,16 @@ type Runtime struct {
 	tasks runtimeTasks // set by NewRuntime; nil without RuntimeOptions.Tasks
 
 	features features // what features registered (runtime_features.go)
+
+	// middleware holds the Dispatchers Use installed, outermost first; nil
+	// until it installs one. Use replaces the slice under useMu, never
+	// modifies one it stored.
+	middleware atomic.Pointer[[]Dispatcher]
+	useMu      sync.Mutex
+
+	// now is the clock that times inline calls (runtime_inline.go); set by
+	// NewRuntime, replaced only by tests before serving.
+	now func() time.Time
 }
 
 var _ fastPathDispatcher = (*Runtime)(nil)
@@ -138,7 +152,7 @@ func (*Runtime) fillsRequestSpace() {}
 // first invalid option.
 func NewRuntime(opts RuntimeOptions) (*Runtime, error) {
 	if err := validateRuntimeOptions(&opts); err != nil {
-		return nil, fmt.Errorf("runtime options: %w", err)
+		return nil, fmt.Errorf("mcpstdio: %w", err)
 	}
 	cursors, err := newCursorCodec(opts.StateKey)
 	if err != nil {
@@ -158,6 +172,7 @@ func NewRuntime(opts RuntimeOptions) (*Runtime, error) {
 		logger:       opts.Logger,
 		cursors:      cursors,
 		cat:          newCatalog(),
+		now:          time.Now,
 	}
 	rt.defaultLogLevel = opts.DefaultLogLevel
 	rt.logging, rt.resourcesSubscribe = opts.Logging, opts.ResourcesSubscribe
@@ -167,63 +182,62 @@ func NewRuntime(opts RuntimeOptions) (*Runtime, error) {
 	rt.listChanged[listResources] = opts.ResourcesListChanged
 	rt.states, rt.clientRequestTimeout = states, opts.ClientRequestTimeout
 	if rt.serverInfoJSON, err = marshalJSON(rt.info); err != nil {
-		return nil, fmt.Errorf("runtime options: encoding ServerInfo: %w", err)
+		return nil, fmt.Errorf("mcpstdio: RuntimeOptions.ServerInfo: encoding it: %w", err)
 	}
 	if rt.serverInfoMeta, err = marshalJSON(map[string]json.RawMessage{metaKeyServerInfo: rt.serverInfoJSON}); err != nil {
-		return nil, fmt.Errorf("runtime options: encoding ServerInfo: %w", err)
+		return nil, fmt.Errorf("mcpstdio: RuntimeOptions.ServerInfo: encoding it: %w", err)
 	}
 	if opts.Tasks != nil {
 		if rt.tasks, err = opts.Tasks.tasksFor(rt); err != nil {
-			return nil, fmt.Errorf("runtime options: %w", err)
+			return nil, fmt.Errorf("mcpstdio: %w", err)
 		}
 	}
 	return rt, nil
 }
 
-// validateRuntimeOptions checks opts and fills in defaults.
+// validateRuntimeOptions checks opts and fills in defaults. Its error
+// names the first invalid field as RuntimeOptions.Field.
 func validateRuntimeOptions(opts *RuntimeOptions) error {
 	if opts.ServerInfo.Name == "" {
-		return errors.New("ServerInfo.Name is required")
+		return errors.New("RuntimeOptions.ServerInfo.Name is required")
 	}
 	if opts.ServerInfo.Version == "" {
-		return errors.New("ServerInfo.Version is required")
+		return errors.New("RuntimeOptions.ServerInfo.Version is required")
 	}
 	if opts.ProtocolVersions == nil {
 		opts.ProtocolVersions = defaultProtocolVersions()
 	}
 	if err := validateVersions(opts.ProtocolVersions); err != nil {
-		return fmt.Errorf("ProtocolVersions: %w", err)
+		return fmt.Errorf("RuntimeOptions.ProtocolVersions: %w", err)
 	}
-	switch {
-	case opts.PageSize < 0:
-		return fmt.Errorf("PageSize %d is negative", opts.PageSize)
-	case opts.PageSize == 0:
-		opts.PageSize = defaultPageSize
-	}
-	if opts.CacheTTLMs < 0 {
-		return fmt.Errorf("CacheTTLMs %d is negative", opts.CacheTTLMs)
+	if err := checkOptions(
+		checkOption("RuntimeOptions.PageSize", opts.PageSize),
+		checkOption("RuntimeOptions.CacheTTLMs", opts.CacheTTLMs),
+		checkOption("RuntimeOptions.ClientRequestTimeout", opts.ClientRequestTimeout, Unlimited),
+		checkOption("RuntimeOptions.RequestStateTTL", opts.RequestStateTTL, Unlimited),
+	); err != nil {
+		return err
 	}
 	switch opts.CacheScope {
 	case "":
 		opts.CacheScope = CacheScopePrivate
 	case CacheScopePrivate, CacheScopePublic:
 	default:
-		return fmt.Errorf("CacheScope %q is neither %q nor %q", opts.CacheScope, CacheScopePrivate, CacheScopePublic)
+		return fmt.Errorf("RuntimeOptions.CacheScope %q is neither %q nor %q", opts.CacheScope, CacheScopePrivate, CacheScopePublic)
 	}
 	if opts.Policy != nil && opts.CacheScope == CacheScopePublic {
-		return errors.New(`CacheScope "public" cannot go with a Policy: results differ per principal`)
+		return errors.New(`RuntimeOptions.CacheScope "public" cannot go with a Policy: results differ per principal`)
 	}
 	if opts.StateKey != nil && len(opts.StateKey) < minStateKeyBytes {
-		return fmt.Errorf("StateKey is %d bytes, want at least %d", len(opts.StateKey), minStateKeyBytes)
+		return fmt.Errorf("RuntimeOptions.StateKey is %d bytes, want at least %d", len(opts.StateKey), minStateKeyBytes)
 	}
 	if opts.DefaultLogLevel != "" && logSeverity(opts.DefaultLogLevel) < 0 {
-		return fmt.Errorf("DefaultLogLevel %q is not an MCP log level", opts.DefaultLogLevel)
+		return fmt.Errorf("RuntimeOptions.DefaultLogLevel %q is not an MCP log level", opts.DefaultLogLevel)
 	}
+	defaultTo(&opts.PageSize, defaultPageSize)
 	defaultTo(&opts.ClientRequestTimeout, defaultClientRequestTimeout)
 	defaultTo(&opts.RequestStateTTL, defaultRequestStateTTL)
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
+	opts.Logger = defaultLogger(opts.Logger)
 	return nil
 }
 
@@ -255,12 +269,21 @@ type methodCall struct {
 // binding is what the cursors and requestStates issued to c are bound to.
 func (c *methodCall) binding() string { return principalBinding(c.principal) }
 
-// Dispatch serves one admitted message. Notifications (req.ID == nil) get an
-// empty Reply. For a request it selects the dialect (SPEC §7), then serves
-// the method; handler panics are recovered and answered -32603 "Internal
-// error". Dispatch returns when the handler it calls returns, so handlers
-// must honour ctx.
+// Dispatch serves one admitted message, through the middleware Use
+// installed. Notifications (req.ID == nil) get an empty Reply. For a request
+// it selects the dialect of the request's protocol version, then serves the
+// method; handler panics are recovered and answered -32603 "Internal error".
+// Dispatch returns when the handler it calls returns, so handlers must honour
+// ctx.
 func (rt *Runtime) Dispatch(ctx context.Context, req *Request) Reply {
+	if layers := rt.middleware.Load(); layers != nil {
+		return rt.dispatchThroughMiddleware(ctx, *layers, req)
+	}
+	return rt.dispatch(ctx, req)
+}
+
+// dispatch is Dispatch below the middleware.
+func (rt *Runtime) dispatch(ctx context.Context, req *Request) Reply {
 	if req.ID == nil {
 		return Reply{}
 	}

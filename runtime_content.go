@@ -47,7 +47,7 @@ const (
 // fields of its Type are sent; an unknown Type fails to marshal, which the
 // runtime answers -32603 "Internal error". A client of a version without
 // the block's type gets a text block in its place (a resource link before
-// 2025-06-18, audio before 2025-03-26: see dialect.content), and Meta only
+// 2025-06-18, audio before 2025-03-26), and Meta only
 // from 2025-06-18 on.
 type Content struct {
 	Type     string

@@ -2,8 +2,9 @@ package main
 
 // How a feature (an extension such as skills, in files of its own) plugs
 // into a Runtime: the methods it serves, the extension it declares in
-// capabilities.extensions, and the resources it adds or removes as one
-// change. The core calls what is registered here and names no feature.
+// capabilities.extensions, the resources it adds or removes as one change,
+// and its rules for the tools AddTool registers. The core calls what is
+// registered here and names no feature.
 
 import (
 	"context"
@@ -11,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 )
 
@@ -21,11 +23,22 @@ import (
 // runtime's own methods included.
 type featureMethod func(ctx context.Context, c methodCall) Reply
 
-// features holds what features registered. Its mutex guards only it.
+// toolCheck is a feature's rule for the tools AddTool registers
+// (setToolCheck). AddTool calls it with the catalog locked for writing
+// (Runtime.mu held), so that what it reads of the catalog cannot change
+// before the tool is in it, and with the tool as it will be registered: the
+// check may amend the tool (its slices are AddTool's own copies, shared with
+// nobody yet). An error refuses the tool. It must not call the Runtime's
+// methods, which take that lock.
+type toolCheck func(tool *Tool) error
+
+// features holds what features registered. Its mutex guards only it; a
+// goroutine that holds Runtime.mu may take it, never the other way round.
 type features struct {
 	mu         sync.RWMutex
 	methods    map[string]featureMethod
 	extensions map[string]json.RawMessage // settings objects by extension id
+	toolChecks map[string]toolCheck       // by the id of the extension that set each
 }
 
 // isCoreMethod reports whether method is one of the base protocol's, which
@@ -94,6 +107,32 @@ func (rt *Runtime) declaredExtensions() map[string]json.RawMessage {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	return maps.Clone(f.extensions)
+}
+
+// setToolCheck makes AddTool run check on every tool it registers from now
+// on, as the rule of extension id; a later call for the same id replaces it.
+func (rt *Runtime) setToolCheck(id string, check toolCheck) {
+	f := &rt.features
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.toolChecks == nil {
+		f.toolChecks = map[string]toolCheck{}
+	}
+	f.toolChecks[id] = check
+}
+
+// checkTool runs the features' tool checks on tool, in the order of their
+// extension ids, and returns the first error. The caller holds rt.mu.
+func (rt *Runtime) checkTool(tool *Tool) error {
+	f := &rt.features
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	for _, id := range slices.Sorted(maps.Keys(f.toolChecks)) {
+		if err := f.toolChecks[id](tool); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // changeResources removes the static resources of the URIs in remove and

@@ -41,8 +41,8 @@ type discoverResult struct {
 // emptyResult is the answer to ping.
 type emptyResult struct{}
 
-// readInitializeParams validates initialize's params (SPEC §7.1) and returns
-// the proposed version.
+// readInitializeParams validates initialize's params
+// (docs/explanation/contract.md, "Dialects") and returns the proposed version.
 func readInitializeParams(params jsonObject) (version string, caps, clientInfo json.RawMessage, rerr *RPCError) {
 	version, ok := decodeString(params.get("protocolVersion"))
 	if !ok {
@@ -59,8 +59,8 @@ func readInitializeParams(params jsonObject) (version string, caps, clientInfo j
 	return version, caps, clientInfo, nil
 }
 
-// initialize answers the legacy handshake (SPEC §7.1). A repeated initialize
-// renegotiates.
+// initialize answers the legacy handshake (docs/explanation/contract.md,
+// "Dialects"). A repeated initialize renegotiates.
 func (rt *Runtime) initialize(c *methodCall) Reply {
 	proposed, caps, clientInfo, rerr := readInitializeParams(c.params.jsonObject)
 	if rerr != nil {

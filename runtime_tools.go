@@ -33,12 +33,17 @@ type Tool struct {
 	// Inline says the handler returns at once: it never blocks (no I/O, no
 	// waiting on locks, channels or the client) and does little work. The
 	// connection's owner then runs its calls itself, with no hand-off to an
-	// executor worker and back. Such a call takes no worker, has no
-	// RequestTimeout and cannot be cancelled; its progress and log
-	// notifications are written before its answer (16 at most), and a
-	// request to the client (sampling, elicitation, roots) fails with
-	// ErrInlineRequest. A tool that supports tasks cannot be inline. Never
-	// sent to clients.
+	// executor worker and back, and so it runs the Runtime's middleware
+	// (Runtime.Use) on them: while the call runs, the owner reads nothing
+	// from its client, not even a cancellation. Such a call takes no
+	// worker, has no RequestTimeout and cannot be cancelled; its progress
+	// and log notifications are written before its answer (16 at most), and
+	// a request to the client (sampling, elicitation, roots) fails with
+	// ErrInlineRequest. A call that holds the owner for more than 5 ms,
+	// middleware included, is logged once per tool, at warning level, to
+	// RuntimeOptions.Logger, with the tool's name: such a tool should not be
+	// Inline. A tool that supports tasks cannot be inline. Never sent to
+	// clients.
 	Inline bool `json:"-"`
 	// A client of an older protocol version is sent only the fields its
 	// version defines (dialect.tool): no Icons before 2025-11-25; no Title,
@@ -88,6 +93,7 @@ type toolEntry struct {
 	tool     Tool
 	required []string // inputSchema.required
 	handler  ToolHandler
+	inline   *inlineCalls // serves its calls on the owner; nil unless tool.Inline
 }
 
 // The task support a tool declares (ToolExecution.TaskSupport; the
@@ -111,9 +117,9 @@ type ToolExecution struct {
 	TaskSupport string `json:"taskSupport,omitempty"`
 	// TaskAfter is how long a call that may become a task runs as an
 	// ordinary request first: a handler that returns sooner is answered
-	// directly, with no task. 0 makes every such call a task before its
-	// handler starts; a negative value leaves the decision to the handler
-	// (HandlerRequest.StartTask). A handler that asks the client for input
+	// directly, with no task. 0 (the default) makes every such call a task
+	// before its handler starts; Unlimited leaves the decision to the
+	// handler (HandlerRequest.StartTask). A handler that asks the client for input
 	// before the call became a task stays an ordinary request until it
 	// calls StartTask (in 2026-07-28 the question ends the round with
 	// input_required, so asks come first and the task after them). A call
@@ -129,17 +135,25 @@ func (e *ToolExecution) supportsTasks() bool {
 }
 
 // AddTool registers a tool. It fails for a malformed name or schema, a nil
-// handler, or a name already registered.
+// handler, a name already registered, or a tool an extension's rule refuses
+// (the apps extension, apps.go, refuses a link to an app it does not serve).
 func (rt *Runtime) AddTool(tool Tool, handler ToolHandler) error {
 	entry, err := newToolEntry(tool, handler)
 	if err != nil {
 		return fmt.Errorf("adding tool %q: %w", tool.Name, err)
+	}
+	if entry.tool.Inline {
+		entry.inline = &inlineCalls{rt: rt, name: entry.tool.Name}
 	}
 	tasks := entry.tool.Execution.supportsTasks()
 	if tasks && rt.tasks == nil {
 		return fmt.Errorf("adding tool %q: execution.taskSupport %q needs RuntimeOptions.Tasks", tool.Name, entry.tool.Execution.TaskSupport)
 	}
 	rt.mu.Lock()
+	if err := rt.checkTool(&entry.tool); err != nil {
+		rt.mu.Unlock()
+		return fmt.Errorf("adding tool %q: %w", tool.Name, err)
+	}
 	added := rt.cat.tools.add(tool.Name, entry)
 	if added && tasks {
 		rt.cat.taskTools++
@@ -203,6 +217,9 @@ func newToolEntry(tool Tool, handler ToolHandler) (*toolEntry, error) {
 		case "", TaskForbidden, TaskOptional, TaskRequired:
 		default:
 			return nil, fmt.Errorf("execution.taskSupport %q is not %q, %q or %q", e.TaskSupport, TaskForbidden, TaskOptional, TaskRequired)
+		}
+		if err := checkOption("ToolExecution.TaskAfter", e.TaskAfter, Unlimited); err != nil {
+			return nil, err
 		}
 		copied := *e
 		tool.Execution = &copied
@@ -306,23 +323,6 @@ func (rt *Runtime) callTool(ctx context.Context, c *methodCall) Reply {
 	}
 	res, err := runHandler(rt, c, name, func() (*ToolResult, error) { return entry.handler(ctx, req) })
 	return rt.toolCallReply(c, req, res, err)
-}
-
-// servesInline reports whether a request is a tools/call of an Inline tool
-// (inlineDispatcher). The name is looked up as tools/call finds it when it
-// has no escapes; one with escapes runs on a worker.
-func (rt *Runtime) servesInline(method string, params []byte) bool {
-	if method != methodToolsCall {
-		return false
-	}
-	raw, ok := lookupMember(params, "name")
-	if !ok {
-		return false
-	}
-	rt.mu.RLock()
-	entry := rt.cat.tools.byKey[string(plainStringContent(raw))]
-	rt.mu.RUnlock()
-	return entry != nil && entry.tool.Inline
 }
 
 // toolCallReply answers the call c of a tool whose handler (with request req)

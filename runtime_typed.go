@@ -18,7 +18,7 @@ type TypedToolHandler[In, Out any] func(ctx context.Context, req *HandlerRequest
 // In must be a struct or a pointer to one; Out a struct, a pointer to one or
 // a map with string keys (MCP requires an object). Unless tool sets them,
 // inputSchema and outputSchema are inferred from In and Out (JSON Schema
-// 2020-12, see inferSchema): struct fields by their json names, a field's
+// 2020-12): struct fields by their json names, a field's
 // `jsonschema` tag as its description, required unless tagged omitempty or
 // omitzero. additionalProperties is left unset in both, so a client that
 // sends members In lacks is still served (they are ignored). A schema tool

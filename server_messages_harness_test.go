@@ -11,8 +11,9 @@ import (
 )
 
 // Test doubles and helpers shared by the tests of server-initiated messages
-// (SPEC §9, §10.1): progress_test.go, logging_test.go, notify_test.go,
-// subscriptions_test.go and peer_test.go.
+// (docs/explanation/contract.md, "Progress" to "Asking the client"):
+// progress_test.go, logging_test.go, notify_test.go, subscriptions_test.go and
+// peer_test.go.
 
 // methodDispatcher serves each method with the function the test gives it;
 // other requests get -32601 and notifications nothing.

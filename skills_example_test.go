@@ -22,7 +22,8 @@ func ExampleRuntime_AddSkills() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	folder, err := fs.Sub(exampleSkills, "testdata/skills")
+	// region skills
+	folder, err := fs.Sub(exampleSkills, "testdata/skills") // an embed.FS; or os.OpenRoot(dir) and its FS()
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -30,6 +31,7 @@ func ExampleRuntime_AddSkills() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	// endregion skills
 	fmt.Println(skills.Len(), "skills")
 	tr, client, err := NewMemoryTransport(rt, Options{})
 	if err != nil {

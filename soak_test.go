@@ -221,7 +221,6 @@ func newSoak(t *testing.T) *soak {
 		case http.StateClosed, http.StateHijacked:
 			s.conns.Add(-1)
 		}
-		s.h.ConnState(c, state)
 	}
 	s.ts.Start()
 	s.client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 32}}
@@ -243,7 +242,7 @@ func (s *soak) close() {
 	<-s.stdioReaderEnd
 	s.inR.Close()
 	s.outR.Close()
-	s.h.CloseStreams()
+	s.h.endStreams()
 	s.ts.Close()
 	s.h.Close()
 	s.client.CloseIdleConnections()
@@ -364,7 +363,7 @@ func (s *soak) httpBurst() {
 // do sends one request and returns its status and body ("" when the
 // client left).
 func (s *soak) do(ctx context.Context, method string, header map[string]string, body string) (int, string, http.Header) {
-	req, err := http.NewRequestWithContext(ctx, method, s.ts.URL+DefaultHTTPPath, strings.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, method, s.ts.URL+mcpPath, strings.NewReader(body))
 	if err != nil {
 		s.t.Error(err)
 		return 0, "", nil
@@ -413,7 +412,7 @@ func (s *soak) session(end bool) {
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	get, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.ts.URL+DefaultHTTPPath, nil)
+	get, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.ts.URL+mcpPath, nil)
 	get.Header.Set("Mcp-Session-Id", id)
 	get.Header.Set("Accept", "text/event-stream")
 	if resp, err := s.client.Do(get); err == nil {

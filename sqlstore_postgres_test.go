@@ -50,15 +50,3 @@ func TestPostgresModuleLinksEveryRootFile(t *testing.T) {
 		t.Fatalf("postgres/main_taskstore.go, the command's PostgreSQL store: %v", err)
 	}
 }
-
-// TestReadmeHAProxyConfigIsTheTestedOne: the README's HAProxy configuration
-// is the file the replicas tests run.
-func TestReadmeHAProxyConfigIsTheTestedOne(t *testing.T) {
-	tested, err := os.ReadFile("testdata/haproxy-replicas/haproxy.cfg")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := readmeBlocks(t)["haproxy.cfg"]; got != string(tested) {
-		t.Fatalf("README's haproxy.cfg block differs from testdata/haproxy-replicas/haproxy.cfg:\n%s", got)
-	}
-}

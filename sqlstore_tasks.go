@@ -133,7 +133,7 @@ func (s *SQLTaskStore) Get(ctx context.Context, id string) (*TaskRecord, error) 
 // Update stores rec as version rec.Version+1 when the stored record is
 // still version rec.Version. A terminal task keeps its status, message,
 // result and error whatever rec says (an Update may only give back what it
-// held); one that would change them fails with errTerminalTask.
+// held); one that would change them fails.
 func (s *SQLTaskStore) Update(ctx context.Context, rec *TaskRecord) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()

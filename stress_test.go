@@ -108,7 +108,7 @@ func TestStressHTTPListenStreams(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	s.h.CloseStreams()
+	s.h.endStreams()
 	eventually(t, "the ended streams to give their places back", func() bool {
 		s.h.listens.mu.Lock()
 		defer s.h.listens.mu.Unlock()

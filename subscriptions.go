@@ -8,8 +8,9 @@ import (
 	"sync"
 )
 
-// Limits of subscriptions (SPEC §9.4). How many subscriptions a connection
-// holds is Options.MaxSubscriptions, enforced by the coordinator.
+// Limits of subscriptions (docs/explanation/contract.md, "Subscriptions"). How
+// many subscriptions a connection holds is Options.MaxSubscriptions, enforced
+// by the coordinator.
 const (
 	// maxListenResources is how many URIs one subscriptions/listen request
 	// may name.

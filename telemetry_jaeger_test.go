@@ -232,7 +232,7 @@ func TestJaegerTraceOverHTTP(t *testing.T) {
 	t.Setenv("OTEL_SERVICE_NAME", service)
 	p := startHTTPServer(t)
 	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"},` + echo2026Meta + `}}}`
-	req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, p.base+DefaultHTTPPath, strings.NewReader(body))
+	req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, p.base+mcpPath, strings.NewReader(body))
 	for k, v := range stateless("tools/call", "echo") {
 		req.Header.Set(k, v)
 	}

@@ -60,7 +60,7 @@ type taskCounter interface {
 // status, one series per status) on store, when it can count its tasks
 // (a TaskStatusCounter, as Runtime.TaskStore's stores are); it reports
 // whether it could. Each reading is one call of CountTasksByStatus, bounded
-// by taskGaugeTimeout; a failed one reports nothing and is logged.
+// in time; a failed one reports nothing and is logged.
 func (t *Telemetry) ObserveTasks(store any) bool {
 	counter, ok := store.(taskCounter)
 	if !ok {

@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// Transport defaults (SPEC §2).
+// Transport defaults (docs/reference/options.md).
 const (
 	DefaultWriteTimeout     = 5 * time.Second
 	DefaultMaxLineBytes     = 2_000_000
@@ -21,26 +21,35 @@ const (
 // not started yet or has returned.
 var ErrClosed = errors.New("mcpstdio: transport closed")
 
-// Options configure a Transport. A zero value means the default.
+// Options configure a Transport. A zero value means the default, and a
+// field says when it also takes Unlimited or None (see Unlimited for the
+// rule every options struct follows).
 type Options struct {
 	// Input and Output carry the newline-delimited JSON-RPC stream. Both are
-	// required. The transport never closes them. When Output has write
-	// deadlines (a SetWriteDeadline method that succeeds, as a pipe's
-	// *os.File in non-blocking mode or a net.Conn has), Serve's goroutine
-	// writes to it and sets the deadlines that bound each write by
-	// WriteTimeout, clearing them when it returns; otherwise a goroutine of
-	// the transport writes, abandoned if a Write never returns.
+	// required, except by ServeStdio and NewStdioTransport, which serve the
+	// process's standard input and output and refuse them. The transport
+	// never closes them. When Output has write deadlines (a
+	// SetWriteDeadline method that succeeds, as a pipe's *os.File in
+	// non-blocking mode or a net.Conn has), Serve's goroutine writes to it
+	// and sets the deadlines that enforce WriteTimeout, clearing them when it
+	// returns; otherwise a goroutine of the transport writes, abandoned if a
+	// Write never returns (as with a blocking os.Stdout: ServeStdio gives the
+	// process's stdout deadlines).
 	Input  io.Reader
 	Output io.Writer
 
-	// WriteTimeout bounds each write to Output (default 5s). A write that
+	// WriteTimeout bounds each frame written to Output, never a write
+	// (default 5s): a frame fails when the client has taken none of it for
+	// WriteTimeout after it took the frame before it whole (or after the
+	// frame's own write began), so a client that reads slowly but steadily
+	// gets every answer however many frames join one write. A write that
 	// fails or times out is terminal for the connection.
 	WriteTimeout time.Duration
 	// MaxLineBytes limits one input message, counting its newline (default
 	// 2,000,000).
 	MaxLineBytes int
 	// RequestTimeout is each request's deadline, counted from when it starts
-	// running; 0 means the executor's default (30s), negative means none.
+	// running; 0 means the executor's default (30s), Unlimited none.
 	RequestTimeout time.Duration
 	// MaxSubscriptions limits the subscriptions one connection holds
 	// (default 32): open subscriptions/listen streams and URIs subscribed
@@ -53,10 +62,11 @@ type Options struct {
 	NotificationMethods []string
 
 	// Executor runs the work. When nil the transport creates one with
-	// MaxConcurrency, MaxQueue and MaxInflightBytes (see ExecutorOptions)
-	// and closes it when Serve returns; an injected executor is never closed
-	// by the transport. Each message is submitted with its line's length as
-	// its size, so MaxInflightBytes (default 64 MiB; negative: no bound)
+	// MaxConcurrency, MaxQueue and MaxInflightBytes, as ExecutorOptions
+	// define them (MaxQueue also takes Unlimited and None, MaxInflightBytes
+	// Unlimited), and closes it when Serve returns; an injected executor is
+	// never closed by the transport. Each message is submitted with its
+	// line's length as its size, so MaxInflightBytes (default 64 MiB)
 	// bounds the input the admitted messages hold; a message over it is
 	// answered -32603 "Server execution capacity exhausted", as over
 	// MaxConcurrency and MaxQueue.
@@ -65,7 +75,7 @@ type Options struct {
 	MaxQueue         int
 	MaxInflightBytes int
 
-	// Logger receives diagnostics, never protocol output (default
+	// Logger receives diagnostics, never protocol output (nil:
 	// slog.Default()).
 	Logger *slog.Logger
 
@@ -84,11 +94,13 @@ type Transport struct {
 	dispatcher Dispatcher
 	executor   *Executor
 	ownsExec   bool
-	// newSource starts the message source Serve reads (the lines of
-	// opts.Input, or an in-memory client's messages) and newWriter the
-	// writer of the frames (to opts.Output, or to an in-memory client).
-	newSource func() messageSource
-	newWriter func() *frameWriter
+	// connect, called once when Serve starts, returns the message source
+	// Serve reads (the lines of opts.Input, of standard input, or an
+	// in-memory client's messages) and the writer of the frames (to
+	// opts.Output, standard output, or an in-memory client). release, when
+	// not nil, runs once the connection has shut down, before Serve
+	// returns; an error ends Serve before anything is read.
+	connect func() (source messageSource, writer *frameWriter, release func(), err error)
 
 	started chan struct{}  // closed when Serve starts
 	done    chan struct{}  // closed when Serve returns
@@ -118,13 +130,14 @@ func NewTransport(d Dispatcher, opts Options) (*Transport, error) {
 	if err != nil {
 		return nil, err
 	}
-	t.newSource = func() messageSource { return newLineSource(t.opts.Input, t.opts.MaxLineBytes) }
-	t.newWriter = func() *frameWriter { return newFrameWriter(t.opts.Output, t.opts.WriteTimeout) }
+	t.connect = func() (messageSource, *frameWriter, func(), error) {
+		return newLineSource(t.opts.Input, t.opts.MaxLineBytes), newFrameWriter(t.opts.Output, t.opts.WriteTimeout), nil, nil
+	}
 	return t, nil
 }
 
 // newTransport validates opts, all but Input and Output, and returns a
-// transport that will serve d; the caller sets its newSource and newWriter.
+// transport that will serve d; the caller sets its connect.
 func newTransport(d Dispatcher, opts Options) (*Transport, error) {
 	if d == nil {
 		return nil, errors.New("mcpstdio: nil Dispatcher")
@@ -141,9 +154,9 @@ func newTransport(d Dispatcher, opts Options) (*Transport, error) {
 		calls:      make(chan *peerCall),
 	}
 	if t.executor == nil {
-		e, err := NewExecutor(ExecutorOptions{MaxConcurrency: opts.MaxConcurrency, MaxQueue: opts.MaxQueue, MaxInflightBytes: opts.MaxInflightBytes})
+		e, err := NewExecutor(opts.executorOptions())
 		if err != nil {
-			return nil, fmt.Errorf("mcpstdio: %w", err)
+			return nil, err
 		}
 		t.executor, t.ownsExec = e, true
 	}
@@ -151,14 +164,16 @@ func newTransport(d Dispatcher, opts Options) (*Transport, error) {
 }
 
 func (o *Options) normalize() error {
-	switch {
-	case o.WriteTimeout < 0:
-		return fmt.Errorf("mcpstdio: Options.WriteTimeout must be positive, got %v", o.WriteTimeout)
-	case o.MaxLineBytes < 0:
-		return fmt.Errorf("mcpstdio: Options.MaxLineBytes must be positive, got %d", o.MaxLineBytes)
-	case o.MaxSubscriptions < 0:
-		return fmt.Errorf("mcpstdio: Options.MaxSubscriptions must be positive, got %d", o.MaxSubscriptions)
-	case o.Executor != nil && (o.MaxConcurrency != 0 || o.MaxQueue != 0 || o.MaxInflightBytes != 0):
+	if err := checkOptions(
+		checkOption("Options.WriteTimeout", o.WriteTimeout),
+		checkOption("Options.MaxLineBytes", o.MaxLineBytes),
+		checkOption("Options.RequestTimeout", o.RequestTimeout, Unlimited),
+		checkOption("Options.MaxSubscriptions", o.MaxSubscriptions),
+		o.executorOptions().check("Options"),
+	); err != nil {
+		return fmt.Errorf("mcpstdio: %w", err)
+	}
+	if o.Executor != nil && (o.MaxConcurrency != 0 || o.MaxQueue != 0 || o.MaxInflightBytes != 0) {
 		return errors.New("mcpstdio: Options.MaxConcurrency, MaxQueue and MaxInflightBytes apply only when the transport creates its executor")
 	}
 	if err := validateNotificationMethods(o.NotificationMethods); err != nil {
@@ -168,19 +183,13 @@ func (o *Options) normalize() error {
 	defaultTo(&o.WriteTimeout, DefaultWriteTimeout)
 	defaultTo(&o.MaxLineBytes, DefaultMaxLineBytes)
 	defaultTo(&o.MaxSubscriptions, DefaultMaxSubscriptions)
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
+	o.Logger = defaultLogger(o.Logger)
 	return nil
 }
 
-// defaultTo sets *v to def when *v is the zero value: an option left unset
-// takes its default.
-func defaultTo[T comparable](v *T, def T) {
-	var zero T
-	if *v == zero {
-		*v = def
-	}
+// executorOptions are the options of the executor the transport creates.
+func (o Options) executorOptions() ExecutorOptions {
+	return ExecutorOptions{MaxConcurrency: o.MaxConcurrency, MaxQueue: o.MaxQueue, MaxInflightBytes: o.MaxInflightBytes}
 }
 
 // ListenStreams returns how many subscriptions/listen streams are open on
@@ -192,8 +201,8 @@ func (t *Transport) ListenStreams() int { return int(t.listens.open.Load()) }
 //   - At the end of Input it stops reading, lets every admitted request run to
 //     completion (or to its RequestTimeout), writes every answer, and returns
 //     nil. Empty input returns nil at once.
-//   - When a write fails or does not finish within WriteTimeout it cancels all
-//     work, writes nothing more, and returns an *OutputError
+//   - When a write fails, or a frame is not taken in time (WriteTimeout), it
+//     cancels all work, writes nothing more, and returns an *OutputError
 //     (errors.Is(err, ErrOutputFailed)).
 //   - When ctx is cancelled it cancels all work, writes nothing more, and
 //     returns ctx.Err(); a write in flight is waited for, up to WriteTimeout.
@@ -214,9 +223,7 @@ func (t *Transport) Serve(ctx context.Context) (err error) {
 	// Serving starts before the reader does: a caller that saw input being
 	// read must not be told that Serve has not started.
 	close(t.started)
-	c := newCoordinator(ctx, t, t.newSource(), t.newWriter())
 	defer func() {
-		c.shutdown(err)
 		if t.ownsExec {
 			t.executor.Close()
 		}
@@ -225,6 +232,15 @@ func (t *Transport) Serve(ctx context.Context) (err error) {
 		t.mu.Unlock()
 		close(t.done)
 	}()
+	source, writer, release, err := t.connect()
+	if err != nil {
+		return err
+	}
+	if release != nil {
+		defer release()
+	}
+	c := newCoordinator(ctx, t, source, writer)
+	defer func() { c.shutdown(err) }()
 	return c.serve()
 }
 

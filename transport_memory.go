@@ -38,8 +38,9 @@ func NewMemoryTransport(d Dispatcher, opts Options) (*Transport, *MemoryClient, 
 		return nil, nil, err
 	}
 	c.maxLine, c.served = t.opts.MaxLineBytes, t.done
-	t.newSource = func() messageSource { return (*memorySource)(c) }
-	t.newWriter = func() *frameWriter { return newMessageWriter((*memoryOutput)(c), t.opts.WriteTimeout) }
+	t.connect = func() (messageSource, *frameWriter, func(), error) {
+		return (*memorySource)(c), newMessageWriter((*memoryOutput)(c), t.opts.WriteTimeout), nil, nil
+	}
 	return t, c, nil
 }
 

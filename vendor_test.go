@@ -1,6 +1,9 @@
 package main
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,7 +15,7 @@ import (
 
 // libraryFile reports whether a file of this directory is part of the
 // vendorable library: every .go file but main.go, main_*.go (the command:
-// its reference catalog, HTTP wiring and stdio setup) and the tests.
+// its reference catalog, HTTP wiring and processors on stdio) and the tests.
 func libraryFile(name string) bool {
 	return strings.HasSuffix(name, ".go") && !strings.HasSuffix(name, "_test.go") &&
 		name != "main.go" && !strings.HasPrefix(name, "main_")
@@ -84,5 +87,49 @@ func TestLibraryFilesStandAlone(t *testing.T) {
 	dir := copyLibrary(t, "mcplib", func(string) bool { return true })
 	for _, args := range [][]string{{"build", "./mcplib"}, {"vet", "./mcplib"}} {
 		goCommand(t, dir, args...)
+	}
+}
+
+// TestOnlyStdioFilesUseTheProcessStreams keeps the process's standard input
+// and output to ServeStdio's files: no other library file, for any platform,
+// names os.Stdin or os.Stdout (a transport takes an io.Reader and an
+// io.Writer), so that no library code can write into the protocol stream.
+func TestOnlyStdioFilesUseTheProcessStreams(t *testing.T) {
+	entries, err := os.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	for _, e := range entries {
+		name := e.Name()
+		if !libraryFile(name) || strings.HasPrefix(name, "stdio") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		osName := "" // what the file calls package os, if it imports it
+		for _, imp := range f.Imports {
+			if imp.Path.Value == `"os"` {
+				osName = "os"
+				if imp.Name != nil {
+					osName = imp.Name.Name
+				}
+			}
+		}
+		if osName == "" {
+			continue
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			sel, ok := n.(*ast.SelectorExpr)
+			if !ok {
+				return true
+			}
+			if x, ok := sel.X.(*ast.Ident); ok && x.Name == osName && (sel.Sel.Name == "Stdin" || sel.Sel.Name == "Stdout") {
+				t.Errorf("%s: os.%s outside the stdio*.go files (use ServeStdio, or take an io.Reader or io.Writer)", fset.Position(sel.Pos()), sel.Sel.Name)
+			}
+			return true
+		})
 	}
 }

@@ -16,12 +16,12 @@ import (
 // the connection.
 var ErrOutputFailed = errors.New("output failed")
 
-// ErrWriteTimeout is the cause of an OutputError when a write did not finish
-// within the transport's WriteTimeout.
+// ErrWriteTimeout is the cause of an OutputError when the client took none
+// of a frame for the transport's WriteTimeout.
 var ErrWriteTimeout = errors.New("write timeout")
 
 // OutputError reports that the transport's output failed: a write returned an
-// error or did not return within WriteTimeout. Err is the cause.
+// error, or a frame was not taken in time (WriteTimeout). Err is the cause.
 type OutputError struct {
 	Err error
 }
@@ -36,9 +36,9 @@ type deadlineWriter interface {
 	SetWriteDeadline(t time.Time) error
 }
 
-// frameWriter writes a connection's frames to its output, one write at a
-// time, in the order they are handed over; a write carries whole frames
-// only, several when several became ready together (SPEC §3).
+// frameWriter writes a connection's frames to its output, one write at a time,
+// in the order they are handed over; a write carries whole frames only, several
+// when several became ready together (docs/explanation/contract.md, "Framing").
 //
 // WriteTimeout bounds each frame, never a write: a frame fails when the
 // client has not taken it whole WriteTimeout after the frame before it was

@@ -13,9 +13,9 @@ import (
 	"time"
 )
 
-// WriteTimeout bounds each frame, never a write (SPEC §3): a client that
-// reads a small pipe slowly but steadily gets every frame, however many of
-// them join one write.
+// WriteTimeout bounds each frame, never a write (docs/explanation/contract.md,
+// "Framing"): a client that reads a small pipe slowly but steadily gets every
+// frame, however many of them join one write.
 
 // tricklePipe is an output that models a small pipe whose reader takes
 // perTick bytes at each tick: a Write waits while the pipe holds capacity

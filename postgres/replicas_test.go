@@ -23,7 +23,7 @@ import (
 )
 
 // TestReplicas runs the command three times on one PostgreSQL database
-// behind HAProxy with the README's configuration
+// behind HAProxy with the configuration of docs/how-to/deploy.md
 // (testdata/haproxy-replicas/haproxy.cfg), and walks the scenarios of a
 // deployment: a task read through every replica, answered and cancelled
 // through another than its runner's, a thousand created at once, a replica
@@ -193,7 +193,7 @@ func TestReplicas(t *testing.T) {
 	// request of the session there (round-robin would send two of three
 	// elsewhere, which answer 404). When that replica dies, the session is
 	// gone: its next request is cut or answered 404 by another replica, and a
-	// new initialize starts a new session (README: "Several replicas").
+	// new initialize starts a new session (docs/how-to/deploy.md).
 	t.Run("a session pinned to its replica, and gone with it", func(t *testing.T) {
 		const ping = `{"jsonrpc":"2.0","id":2,"method":"ping"}`
 		status, sid := set.sessionPost(t, set.proxy, "", sessionInitialize)

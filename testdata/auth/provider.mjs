@@ -1,7 +1,8 @@
 // A real OAuth 2.1 authorization server for the authorization tests:
 // oidc-provider with the client-credentials grant, resource indicators (JWT
-// or opaque access tokens for the resources below), and its introspection
-// and revocation endpoints. Run by auth_oidc_test.go (node provider.mjs);
+// or opaque access tokens for the resources below), DPoP (a token request
+// with a DPoP proof gets a token bound to the proof's key, RFC 9449), and
+// its introspection and revocation endpoints. Run by auth_oidc_test.go (node provider.mjs);
 // it prints "issuer URL" once listening and stops on SIGTERM.
 //
 // Environment:
@@ -15,6 +16,9 @@
 //   mcp-client     JWT access tokens, scopes mcp:read mcp:admin
 //   other-client   JWT access tokens, another principal
 //   opaque-client  opaque access tokens, checked by introspection
+//   dpop-client    JWT access tokens bound to the key of the token request's
+//                  DPoP proof, which it must send (ES256, EdDSA, PS256, RS256)
+//   dpop-opaque-client  the same with opaque access tokens
 //   mcp-server     the MCP server itself, for introspection only
 import http from 'node:http';
 import { generateKeyPairSync } from 'node:crypto';
@@ -63,15 +67,18 @@ const provider = new Provider(issuer, {
     client('mcp-client'),
     client('other-client'),
     client('opaque-client'),
+    client('dpop-client', { dpop_bound_access_tokens: true }),
+    client('dpop-opaque-client', { dpop_bound_access_tokens: true }),
     client('mcp-server', { grant_types: [], scope: undefined }),
   ],
   clientDefaults: { id_token_signed_response_alg: alg },
   scopes: ['mcp:read', 'mcp:admin'],
   jwks: { keys: [signingKey()] },
-  enabledJWA: { idTokenSigningAlgValues: [alg] },
+  enabledJWA: { idTokenSigningAlgValues: [alg], dPoPSigningAlgValues: ['ES256', 'EdDSA', 'PS256', 'RS256'] },
   features: {
     devInteractions: { enabled: false },
     clientCredentials: { enabled: true },
+    dPoP: { enabled: true },
     introspection: { enabled: true },
     revocation: { enabled: true },
     resourceIndicators: {
@@ -86,7 +93,7 @@ const provider = new Provider(issuer, {
           scope: 'mcp:read mcp:admin',
           audience: indicator,
           accessTokenTTL: 600,
-          accessTokenFormat: c.clientId === 'opaque-client' ? 'opaque' : 'jwt',
+          accessTokenFormat: c.clientId.includes('opaque') ? 'opaque' : 'jwt',
           jwt: { sign: { alg } },
         };
       },

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"log"
-	"os"
 
 	"vendored/mcpcore"
 )
@@ -30,7 +29,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := mcpcore.Serve(context.Background(), rt, mcpcore.Options{Input: os.Stdin, Output: os.Stdout}); err != nil {
+	if err := mcpcore.ServeStdio(context.Background(), rt, mcpcore.Options{}); err != nil {
 		log.Fatal(err)
 	}
 }

@@ -1,0 +1,1 @@
+../auth_dpop_ledger.go

@@ -1,0 +1,1 @@
+../http_session_run.go

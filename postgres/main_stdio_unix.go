@@ -1,1 +1,0 @@
-../main_stdio_unix.go

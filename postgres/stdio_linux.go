@@ -1,0 +1,1 @@
+../stdio_linux.go
