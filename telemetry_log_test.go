@@ -9,7 +9,10 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"testing/fstest"
+	"time"
 )
 
 // syncLogBuffer is a bytes.Buffer that several goroutines may write: a log
@@ -34,8 +37,8 @@ func (b *syncLogBuffer) String() string {
 // Every record logged while serving a traced request carries the request's
 // trace_id and the span_id of its server span, whoever logs it: the
 // connection's owner (a timeout, a worker's failure), the runtime (a panic,
-// a handler's or an encoder's failure, a refusal of the access policy) or a
-// handler's Bind.
+// a handler's or an encoder's failure, a refusal of the access policy, an
+// inline call that blocked), a handler's Bind or a feature (tasks, skills).
 func TestRequestRecordsCarryTraceIDs(t *testing.T) {
 	type nothing struct{}
 	cases := []struct {
@@ -48,6 +51,8 @@ func TestRequestRecordsCarryTraceIDs(t *testing.T) {
 		policy  AccessPolicy
 		tasks   TaskProvider
 		setup   func(t *testing.T, rt *Runtime)
+		// crash: the transport's dispatcher panics (else it is the Runtime).
+		crash bool
 	}{
 		{record: "arguments did not bind", method: "tools/call", params: `"name":"bind","arguments":{"n":"x"}`, span: "tools/call bind", setup: func(t *testing.T, rt *Runtime) {
 			mustAddTool(t, rt, Tool{Name: "bind"}, func(_ context.Context, req *HandlerRequest) (*ToolResult, error) {
@@ -93,7 +98,27 @@ func TestRequestRecordsCarryTraceIDs(t *testing.T) {
 			setup: func(t *testing.T, rt *Runtime) {
 				mustAddTool(t, rt, Tool{Name: "job", Execution: &ToolExecution{TaskSupport: TaskOptional}}, echoTool("done"))
 			}},
-		{record: "mcpstdio: request worker failed", method: "tools/call", params: `"name":"crash"`, span: "tools/call crash"}, // the dispatcher itself panics
+		{record: "mcpstdio: request worker failed", method: "tools/call", params: `"name":"crash"`, span: "tools/call crash", crash: true},
+		{record: "mcpstdio: an Inline tool's call blocked its connection; the tool should not be Inline", method: "tools/call", params: `"name":"quick"`, span: "tools/call quick",
+			setup: func(t *testing.T, rt *Runtime) {
+				mustAddTool(t, rt, Tool{Name: "quick", Inline: true}, echoTool("done"))
+				var ticks atomic.Int64 // each reading of the clock is 10 ms later: the call takes 10 ms
+				rt.now = func() time.Time { return time.Unix(0, ticks.Add(1)*int64(10*time.Millisecond)) }
+			}},
+		{record: "skills: a skill is no longer served", method: "skills/get", params: `"uri":"skill://gone/SKILL.md"`, span: "skills/get",
+			setup: func(t *testing.T, rt *Runtime) {
+				fsys := fstest.MapFS{"gone/SKILL.md": {Data: []byte("---\nname: gone\ndescription: Goes.\n---\nBody.\n")}}
+				if _, err := rt.AddSkills(fsys, SkillsOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				fsys["gone/SKILL.md"].Data = []byte("no frontmatter any more")
+			}},
+		{record: "skills: skills/get names no skill that can be served", method: "skills/get", params: `"uri":"skill://broken/SKILL.md"`, span: "skills/get",
+			setup: func(t *testing.T, rt *Runtime) {
+				if _, err := rt.AddSkills(fstest.MapFS{"broken/SKILL.md": {Data: []byte("no frontmatter")}}, SkillsOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.record, func(t *testing.T) {
@@ -106,12 +131,10 @@ func TestRequestRecordsCarryTraceIDs(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(t, rt)
 			}
-			d := DispatcherFunc(func(ctx context.Context, req *Request) Reply {
-				if bytes.Contains(req.Params, []byte(`"crash"`)) {
-					panic("the dispatcher failed")
-				}
-				return rt.Dispatch(ctx, req)
-			})
+			var d Dispatcher = rt
+			if tc.crash {
+				d = DispatcherFunc(func(context.Context, *Request) Reply { panic("the dispatcher failed") })
+			}
 			col := newTestCollector(t, nil)
 			tel := newTestTelemetry(t, col, 64)
 			opts := Options{Logger: logger, Observer: tel}
@@ -197,6 +220,32 @@ func TestUntracedRequestRecordsCarryNoTraceIDs(t *testing.T) {
 	}
 	if out := logs.String(); !strings.Contains(out, "handler panicked") || strings.Contains(out, "trace_id") {
 		t.Fatalf("log:\n%s", out)
+	}
+}
+
+// A token that cannot be checked because the introspection endpoint fails
+// is logged with the context of the request it came with: a trace the
+// context carries is in the record.
+func TestIntrospectionFailureRecordCarriesTheRequestsTrace(t *testing.T) {
+	var logs syncLogBuffer
+	logger := slog.New(TraceLogHandler(slog.NewJSONHandler(&logs, nil)))
+	ti := newTestIntrospector(t)
+	ti.down.Store(true)
+	v := newTestIntrospectionVerifier(t, ti, newTestClock(), func(o *IntrospectionVerifierOptions) { o.Logger = logger })
+	sc := SpanContext{TraceID: [16]byte{0x4b, 0xf9, 15: 0x36}, SpanID: [8]byte{0x00, 0xf0, 7: 0xb7}, Flags: 1}
+	if _, err := v.VerifyToken(contextWithSpanContext(context.Background(), sc), "t"); err == nil {
+		t.Fatal("a token accepted while the introspection endpoint fails")
+	}
+	var rec struct {
+		Msg     string
+		TraceID string `json:"trace_id"`
+		SpanID  string `json:"span_id"`
+	}
+	if err := json.Unmarshal([]byte(logs.String()), &rec); err != nil {
+		t.Fatalf("log %q: %v", logs.String(), err)
+	}
+	if rec.Msg != "mcpstdio: token introspection failed" || rec.TraceID != sc.TraceIDString() || rec.SpanID != sc.SpanIDString() {
+		t.Fatalf("record %+v, want the introspection's failure with trace_id %s and span_id %s", rec, sc.TraceIDString(), sc.SpanIDString())
 	}
 }
 
