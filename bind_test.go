@@ -478,3 +478,40 @@ func TestBindStringOptionTakesNoSpace(t *testing.T) {
 		}
 	}
 }
+
+// The binder's documented differences from encoding/json (bind.go's comment;
+// FuzzBindAgainstEncodingJSON leaves them out of its comparison), each
+// asserted with both decoders on the same input: the key's case, an
+// integral number for an integer, the text a string option takes. (The
+// strict binder's, null and []byte, are TestBindStrict's.)
+func TestBindDifferencesFromEncodingJSON(t *testing.T) {
+	type args struct {
+		Ms int     `json:"ms"`
+		N  int     `json:"n"`
+		Q  int     `json:"q,string"`
+		F  float64 `json:"f,string"`
+	}
+	tests := []struct {
+		name, in       string
+		json, bind     args // what each binds
+		jsonOK, bindOK bool
+	}{
+		{"a key of another case", `{"MS":3000}`, args{Ms: 3000}, args{}, true, true},
+		{"an integral number for an integer", `{"n":2.5e2}`, args{}, args{N: 250}, false, true},
+		{"a string option's leading zeros", `{"q":"007"}`, args{Q: 7}, args{}, true, false},
+		{"a string option's hexadecimal float", `{"f":"0x1p4"}`, args{F: 16}, args{}, true, false},
+		{"a string option's trailing point", `{"f":"1."}`, args{F: 1}, args{}, true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var viaJSON args
+			if err := json.Unmarshal([]byte(tt.in), &viaJSON); (err == nil) != tt.jsonOK || err == nil && viaJSON != tt.json {
+				t.Errorf("encoding/json: %+v, %v; want %+v, ok %v", viaJSON, err, tt.json, tt.jsonOK)
+			}
+			var bound args
+			if err := argumentsRequest(tt.in, true, nil).Bind(&bound); (err == nil) != tt.bindOK || err == nil && bound != tt.bind {
+				t.Errorf("Bind: %+v, %v; want %+v, ok %v", bound, err, tt.bind, tt.bindOK)
+			}
+		})
+	}
+}
