@@ -557,7 +557,7 @@ func (rt *Runtime) inputRequired(c *methodCall, a *askState, err error) (reply R
 	pending, next := a.outcome()
 	token, sealErr := rt.states.seal(a.method, a.subject, c.binding(), next)
 	if sealErr != nil {
-		rt.logger.Error("sealing requestState failed", "method", a.method, "subject", a.subject, "err", sealErr)
+		rt.logger.ErrorContext(c.ctx, "sealing requestState failed", "method", a.method, "subject", a.subject, "err", sealErr)
 		return Reply{Error: internalError()}, true
 	}
 	if len(pending) == 0 {

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -104,6 +105,31 @@ func (c issuerHTTP) do(ctx context.Context, req *http.Request) ([]byte, error) {
 		return nil, fmt.Errorf("%s %s: the answer is not a JSON object (or repeats a member)", req.Method, req.URL.Redacted())
 	}
 	return body, nil
+}
+
+// unmarshalExact decodes the JSON object b into the struct v points to as
+// json.Unmarshal does, except that a member fills the field whose json name
+// is exactly its name: JOSE and JWT member names are case-sensitive (RFC
+// 7515 §4, RFC 7517 §4, RFC 7519 §4), and "ALG" is not "alg", where
+// encoding/json would take it for it. Members without a field are ignored.
+func unmarshalExact(b []byte, v any) error {
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(b, &members); err != nil {
+		return err
+	}
+	if members == nil {
+		return errors.New("not a JSON object")
+	}
+	rv := reflect.ValueOf(v).Elem()
+	for i := range rv.NumField() {
+		name, _, _ := strings.Cut(rv.Type().Field(i).Tag.Get("json"), ",")
+		if raw, ok := members[name]; ok {
+			if err := json.Unmarshal(raw, rv.Field(i).Addr().Interface()); err != nil {
+				return fmt.Errorf("member %q: %w", name, err)
+			}
+		}
+	}
+	return nil
 }
 
 // isStrictJSONObject reports whether b is one JSON object without

@@ -168,7 +168,7 @@ func (v *IntrospectionVerifier) VerifyToken(ctx context.Context, token string) (
 	body, err := v.introspect(ctx, token)
 	<-v.slots
 	if err != nil {
-		v.logger.Warn("mcpstdio: token introspection failed", "err", err)
+		v.logger.WarnContext(ctx, "mcpstdio: token introspection failed", "err", err)
 		return nil, tokenError(reasonUncheckable, err)
 	}
 	now = v.now()

@@ -8,7 +8,6 @@ import (
 	"crypto/elliptic"
 	"crypto/rsa"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -96,13 +95,13 @@ func parseJWKS(doc []byte) ([]*verifyKey, error) {
 	var set struct {
 		Keys []json.RawMessage `json:"keys"`
 	}
-	if err := json.Unmarshal(doc, &set); err != nil || set.Keys == nil {
+	if err := unmarshalExact(doc, &set); err != nil || set.Keys == nil {
 		return nil, errors.New("the JWKS has no keys array")
 	}
 	var keys []*verifyKey
 	for _, raw := range set.Keys[:min(len(set.Keys), maxJWKSKeys)] {
 		var j jwk
-		if json.Unmarshal(raw, &j) != nil {
+		if unmarshalExact(raw, &j) != nil {
 			continue // a member of another type: not a key we can use
 		}
 		if k := j.verifyKey(); k != nil {
@@ -172,10 +171,10 @@ func parseP256Key(x64, y64 string) *ecdsa.PublicKey {
 }
 
 // decodeB64URL decodes unpadded base64url strictly (no padding, no stray
-// bits); nil when s is not.
+// bits, no line breaks); nil when s is not.
 func decodeB64URL(s string) []byte {
-	b, err := base64.RawURLEncoding.Strict().DecodeString(s)
-	if err != nil {
+	b, ok := decodeTokenPart(s)
+	if !ok {
 		return nil
 	}
 	return b

@@ -203,7 +203,7 @@ func (v *JWTVerifier) VerifyToken(ctx context.Context, token string) (*Principal
 		return nil, tokenError(reasonMalformed, errors.New("a part is not base64url of a JSON object"))
 	}
 	var h jwtHeader
-	if err := json.Unmarshal(headerJSON, &h); err != nil || h.Alg == nil {
+	if err := unmarshalExact(headerJSON, &h); err != nil || h.Alg == nil {
 		return nil, tokenError(reasonMalformed, errors.New("the header's alg, typ or kid is missing or not a string"))
 	}
 	switch *h.Alg {
@@ -257,7 +257,7 @@ func (v *JWTVerifier) acceptedType(typ *string) bool {
 // returns the Principal they describe.
 func (v *JWTVerifier) checkClaims(payload []byte) (*Principal, error) {
 	var c jwtClaims
-	if err := json.Unmarshal(payload, &c); err != nil {
+	if err := unmarshalExact(payload, &c); err != nil {
 		return nil, tokenError(reasonMalformed, errors.New("a registered claim has the wrong type"))
 	}
 	if c.Iss == nil || *c.Iss != v.issuer {

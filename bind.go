@@ -18,7 +18,10 @@ import (
 // as an *ArgumentError that names the argument in JSON terms, never in Go
 // terms. A JSON number with an integral value (250.0, 2.5e2) binds to an
 // integer field, as JSON Schema's "integer" allows, where encoding/json
-// refuses it. The input is JSON text the transport already validated.
+// refuses it. A field with the string option (`json:",string"`) takes a
+// string holding a JSON value of its type, where encoding/json also takes
+// what strconv parses ("007", "1.", "0x1p4"). The input is JSON text the
+// transport already validated.
 //
 // What a Go type binds from and encodes to is worked out once per type into
 // a typePlan (typeplan.go); bind.go holds the decoding.
@@ -557,7 +560,7 @@ func (b binder) field(value []byte, fv reflect.Value, f *fieldPlan) *ArgumentErr
 		fv.SetString(s)
 		return nil
 	}
-	if !json.Valid([]byte(inner)) || inner == "" || inner[0] == '"' || inner[0] == '{' || inner[0] == '[' || inner[0] == 'n' {
+	if !json.Valid([]byte(inner)) || inner != strings.TrimSpace(inner) || inner == "" || inner[0] == '"' || inner[0] == '{' || inner[0] == '[' || inner[0] == 'n' {
 		return &ArgumentError{Problem: "must be a string holding " + p.want(), cause: "the string option: " + strconv.Quote(inner)}
 	}
 	b.validated = false // inner passed json.Valid only

@@ -461,3 +461,57 @@ func TestParseJSONIntegerIsExact(t *testing.T) {
 		}
 	}
 }
+
+// A field with the string option takes the text of a JSON value of its type
+// and nothing around it, as encoding/json does: " 7", "true\n" are refused.
+// (Found by FuzzBindAgainstEncodingJSON: {"quoted":"0 "} bound 0.)
+func TestBindStringOptionTakesNoSpace(t *testing.T) {
+	for _, in := range []string{`{"quoted":"0 "}`, `{"quoted":" 7"}`, `{"quotedB":"true\n"}`, `{"quoted":"\t1"}`} {
+		var got bindAll
+		err := argumentsRequest(in, true, nil).Bind(&got)
+		var want bindAll
+		if json.Unmarshal([]byte(in), &want) == nil {
+			t.Fatalf("encoding/json binds %s", in)
+		}
+		if err == nil || !strings.Contains(err.Error(), "must be a string holding") {
+			t.Errorf("Bind %s = %v, want the argument refused", in, err)
+		}
+	}
+}
+
+// The binder's documented differences from encoding/json (bind.go's comment;
+// FuzzBindAgainstEncodingJSON leaves them out of its comparison), each
+// asserted with both decoders on the same input: the key's case, an
+// integral number for an integer, the text a string option takes. (The
+// strict binder's, null and []byte, are TestBindStrict's.)
+func TestBindDifferencesFromEncodingJSON(t *testing.T) {
+	type args struct {
+		Ms int     `json:"ms"`
+		N  int     `json:"n"`
+		Q  int     `json:"q,string"`
+		F  float64 `json:"f,string"`
+	}
+	tests := []struct {
+		name, in       string
+		json, bind     args // what each binds
+		jsonOK, bindOK bool
+	}{
+		{"a key of another case", `{"MS":3000}`, args{Ms: 3000}, args{}, true, true},
+		{"an integral number for an integer", `{"n":2.5e2}`, args{}, args{N: 250}, false, true},
+		{"a string option's leading zeros", `{"q":"007"}`, args{Q: 7}, args{}, true, false},
+		{"a string option's hexadecimal float", `{"f":"0x1p4"}`, args{F: 16}, args{}, true, false},
+		{"a string option's trailing point", `{"f":"1."}`, args{F: 1}, args{}, true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var viaJSON args
+			if err := json.Unmarshal([]byte(tt.in), &viaJSON); (err == nil) != tt.jsonOK || err == nil && viaJSON != tt.json {
+				t.Errorf("encoding/json: %+v, %v; want %+v, ok %v", viaJSON, err, tt.json, tt.jsonOK)
+			}
+			var bound args
+			if err := argumentsRequest(tt.in, true, nil).Bind(&bound); (err == nil) != tt.bindOK || err == nil && bound != tt.bind {
+				t.Errorf("Bind: %+v, %v; want %+v, ok %v", bound, err, tt.bind, tt.bindOK)
+			}
+		})
+	}
+}

@@ -153,6 +153,10 @@ type connection struct {
 	held         []*execution
 	heldBytes    int
 	initializing int // admitted initialize requests not finished
+	// heldArrays are the texts of the JSON arrays among held, by their
+	// execution: once the initialize's outcome is recorded, each is served
+	// as a batch if the version it negotiated takes batches, else refused.
+	heldArrays map[*execution][]byte
 
 	// spare is an answered inline request's record, which the next message
 	// takes instead of an allocation (see recycle).
@@ -444,6 +448,12 @@ func (c *connection) onMessage(m message) error {
 	if c.initializing > 0 {
 		c.held = append(c.held, ex)
 		c.heldBytes += m.size
+		if env.kind == kindArray && m.raw != nil {
+			if c.heldArrays == nil {
+				c.heldArrays = make(map[*execution][]byte)
+			}
+			c.heldArrays[ex] = m.raw
+		}
 		return nil
 	}
 	return c.submit(ex)

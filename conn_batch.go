@@ -80,9 +80,11 @@ func batchFrame(frames [][]byte) []byte {
 }
 
 // acceptsBatch reports whether m is a batch the connection serves as one:
-// an array, in a connection that negotiated 2025-03-26.
+// an array, in a connection that negotiated 2025-03-26. While an initialize
+// is in flight no array is: it is held with the other messages, and judged
+// by the version the initialize negotiates (releaseHeld).
 func (c *connection) acceptsBatch(m message) bool {
-	return m.env.kind == kindArray && m.raw != nil && acceptsBatches(c.session.ProtocolVersion)
+	return m.env.kind == kindArray && m.raw != nil && c.initializing == 0 && acceptsBatches(c.session.ProtocolVersion)
 }
 
 // onBatch serves the members of the batch m, each as a message of its own

@@ -53,3 +53,42 @@ func TestBatchAllCancelledAndRefused(t *testing.T) {
 		t.Fatalf("a batch in a 2025-11-25 connection: %s, want one -32600", got)
 	}
 }
+
+// A JSON array that arrives while an initialize is in flight is held with
+// the other messages and judged by the version that initialize negotiates:
+// behind an initialize to 2025-03-26 it is a batch, behind one to another
+// version (from a connection of 2025-03-26) one invalid request. (Found by
+// FuzzMemorySequence: the array was judged by the version before the
+// initialize, and a batch pipelined behind it was refused.)
+func TestBatchBehindInitializeTakesItsVersion(t *testing.T) {
+	const batch = `[{"jsonrpc":"2.0","id":1,"method":"echo","params":{"n":1}},{"jsonrpc":"2.0","id":2,"method":"echo","params":{"n":2}}]`
+	tests := []struct {
+		name, before, after string
+		want                string
+	}{
+		{"to 2025-03-26", "", ProtocolVersion20250326, `[{"jsonrpc":"2.0","id":1,"result":{"n":1}},{"jsonrpc":"2.0","id":2,"result":{"n":2}}]` + "\n"},
+		{"from 2025-03-26", ProtocolVersion20250326, ProtocolVersion20251125, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request"}}` + "\n"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := startHarness(t, Options{})
+			if tc.before != "" {
+				h.initialize(tc.before)
+			}
+			h.d.initGate = make(chan struct{})
+			h.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"` + tc.after + `"}}`)
+			h.d.waitStarted(t)
+			h.send(batch)
+			close(h.d.initGate)
+			if got := h.next(); got != `{"jsonrpc":"2.0","id":0,"result":{}}`+"\n" {
+				t.Fatalf("initialize answered %s", got)
+			}
+			if got := h.next(); got != tc.want {
+				t.Fatalf("the array answered %s, want %s", got, tc.want)
+			}
+			if err, rest := h.finish(); err != nil || len(rest) != 0 {
+				t.Fatalf("Serve = %v, more frames %q", err, rest)
+			}
+		})
+	}
+}

@@ -65,6 +65,7 @@ func (c *connection) cancelRoute(r route) {
 		}
 		ex.endOperation(OperationEnd{Outcome: OperationCancelled})
 		c.heldBytes -= ex.job.size
+		delete(c.heldArrays, ex)
 		return true
 	})
 	for ex := range c.byID.all() {
@@ -137,6 +138,22 @@ func (c *connection) releaseHeld() error {
 	for c.initializing == 0 && len(c.held) > 0 {
 		ex := c.held[0]
 		c.dropHeld(0)
+		if raw, ok := c.heldArrays[ex]; ok {
+			delete(c.heldArrays, ex)
+			m := message{env: ex.env, size: ex.job.size, route: ex.route, header: ex.header, values: ex.job.ctx.values, hold: ex.job.hold, raw: raw}
+			if c.acceptsBatch(m) {
+				// Its members go first: those held again (behind an
+				// initialize among them) before what arrived after it.
+				rest := c.held
+				c.held = nil
+				err := c.onBatch(m)
+				c.held = append(c.held, rest...)
+				if err != nil {
+					return err
+				}
+				continue
+			}
+		}
 		if err := c.submit(ex); err != nil {
 			return err
 		}

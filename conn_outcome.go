@@ -60,14 +60,14 @@ func (c *connection) settle(ex *execution, o jobOutcome) error {
 		return c.answer(ex.route, res.answer)
 	case outcomeTimedOut:
 		ex.endOperation(OperationEnd{Outcome: OperationTimedOut, ErrorCode: errRequestTimedOut.Code, ErrorMessage: errRequestTimedOut.Message})
-		c.log.Warn("mcpstdio: request timed out", "method", ex.method, "id", ex.id)
+		c.log.WarnContext(ex.logContext(), "mcpstdio: request timed out", "method", ex.method, "id", ex.id)
 		return c.answer(ex.route, ex.errorAnswer(errRequestTimedOut))
 	case outcomeRefused:
 		ex.endOperation(OperationEnd{Outcome: OperationRefused, ErrorCode: errCapacity.Code, ErrorMessage: errCapacity.Message, RefusedReason: "capacity"})
 		return c.answer(ex.route, ex.errorAnswer(errCapacity))
 	case outcomeFailed:
 		ex.endOperation(OperationEnd{Outcome: OperationFailed, ErrorCode: errWorkerFailed.Code, ErrorMessage: errWorkerFailed.Message})
-		c.log.Error("mcpstdio: request worker failed", "method", ex.method, "id", ex.id, "panic", o.panicValue)
+		c.log.ErrorContext(ex.logContext(), "mcpstdio: request worker failed", "method", ex.method, "id", ex.id, "panic", o.panicValue)
 		return c.answer(ex.route, ex.errorAnswer(errWorkerFailed))
 	}
 	ex.endOperation(OperationEnd{Outcome: OperationCancelled})

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"fmt"
+	"strings"
 )
 
 // listKind names one paginated list of the catalog. A cursor is only valid
@@ -88,8 +89,8 @@ func (cc cursorCodec) encode(kind listKind, generation uint64, offset int, bindi
 // malformed, forged, issued for another list or another binding, or stale
 // (issued for another generation of the list).
 func (cc cursorCodec) decode(cursor string, kind listKind, generation uint64, binding string) (offset int, ok bool) {
-	buf, err := base64.RawURLEncoding.DecodeString(cursor)
-	if err != nil || len(buf) != cursorPayloadBytes+cursorTagBytes {
+	buf, ok := decodeTokenPart(cursor)
+	if !ok || len(buf) != cursorPayloadBytes+cursorTagBytes {
 		return 0, false
 	}
 	payload, tag := buf[:cursorPayloadBytes], buf[cursorPayloadBytes:]
@@ -107,6 +108,19 @@ func (cc cursorCodec) decode(cursor string, kind listKind, generation uint64, bi
 }
 
 const maxInt = int(^uint(0) >> 1)
+
+// decodeTokenPart decodes s, a part of a token the runtime issued (a cursor,
+// a requestState), written as unpadded base64url: in that one spelling only
+// (no padding, no stray bits in its last character, no line breaks, which a
+// base64 decoder otherwise skips), so that no other text passes for a token
+// issued.
+func decodeTokenPart(s string) ([]byte, bool) {
+	if strings.ContainsAny(s, "\r\n") {
+		return nil, false
+	}
+	b, err := base64.RawURLEncoding.Strict().DecodeString(s)
+	return b, err == nil
+}
 
 // tag is the truncated HMAC-SHA256 of payload, which has a fixed length,
 // followed by binding.

@@ -150,3 +150,20 @@ func TestCodecKeysFromStateKey(t *testing.T) {
 		t.Fatalf("cursor key %x, requestState key %x: want distinct keys, neither the state key", cc.key, sc.key)
 	}
 }
+
+// A cursor has one spelling: the same bytes written with a line break
+// (which base64 decoders skip), or with stray bits in its last character,
+// are refused as a forged cursor. (Found by FuzzCursorTampering, which
+// inserted "\r".)
+func TestCursorHasOneSpelling(t *testing.T) {
+	cc, err := newCursorCodec(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cursor := cc.encode(listTools, 7, 42, "")
+	for _, spelling := range []string{cursor[:10] + "\r" + cursor[10:], cursor[:10] + "\n" + cursor[10:], cursor + "\r\n", "\n" + cursor} {
+		if off, ok := cc.decode(spelling, listTools, 7, ""); ok {
+			t.Errorf("cursor %q decoded to %d", spelling, off)
+		}
+	}
+}

@@ -493,11 +493,15 @@ func forwardedElements(header http.Header) []forwardedElement {
 // parseHostAddr parses an IP address, with or without a port, an IPv6 one
 // in brackets or not (as RemoteAddr, X-Forwarded-For and Forwarded write
 // them); an IPv4-mapped IPv6 address is its IPv4 address. False when it is
-// not an address.
+// not an address (a bracket without its pair included).
 func parseHostAddr(s string) (netip.Addr, bool) {
 	// Without a port first: a remote address's host parses at once (a
 	// failed parse allocates its error).
-	if a, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(s, "["), "]")); err == nil {
+	host := s
+	if len(s) > 1 && s[0] == '[' && s[len(s)-1] == ']' {
+		host = s[1 : len(s)-1]
+	}
+	if a, err := netip.ParseAddr(host); err == nil {
 		return a.Unmap(), a.Zone() == ""
 	}
 	if ap, err := netip.ParseAddrPort(s); err == nil && ap.Addr().Zone() == "" {

@@ -257,6 +257,10 @@ func TestHTTPClientAddress(t *testing.T) {
 		{"Forwarded IPv6 with port", "[::1]:5000", trusted, http.Header{"Forwarded": {`for="[2001:db8::7]:4711"`}}, "2001:db8::7"},
 		{"Forwarded obfuscated", "10.0.0.1:5000", trusted, http.Header{"Forwarded": {"for=_hidden"}}, "10.0.0.1"},
 		{"Forwarded unknown", "10.0.0.1:5000", trusted, http.Header{"Forwarded": {"for=unknown"}}, "10.0.0.1"},
+		// A bracket without its pair is not an address (FuzzClientAddress
+		// found "[0::" taken for ::).
+		{"Forwarded unclosed bracket", "10.0.0.1:5000", trusted, http.Header{"Forwarded": {`for="[2001:db8::7"`}}, "10.0.0.1"},
+		{"X-Forwarded-For unopened bracket", "10.0.0.1:5000", trusted, http.Header{"X-Forwarded-For": {"2001:db8::7]"}}, "10.0.0.1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -113,7 +113,11 @@ func (h *HTTPHandler) serveStateless(w http.ResponseWriter, r *http.Request, msg
 	// needs of it, and the record keeps only the body's reservation.
 	p.sse, p.request = newSSEWriter(w, h.opts.WriteTimeout, h.headerValues), msg.isRequest()
 	if h.closing() {
-		p.answer(nil, errorAnswer(msg.id(), errShuttingDown))
+		refusal := noAnswer // a notification: accepted, dropped, never answered
+		if p.request {
+			refusal = errorAnswer(msg.id(), errShuttingDown)
+		}
+		p.answer(nil, refusal)
 		return
 	}
 	var listenQuota quota // only a listen stream takes a place in it

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -143,5 +144,23 @@ func TestHTTPInlineAnswerFramesAreReusedWhole(t *testing.T) {
 		if answer.ID != i || len(answer.Result.Content) != 1 || answer.Result.Content[0].Text != text {
 			t.Fatalf("answer %d: id %d, content %+v, want the %d-byte text back", i, answer.ID, answer.Result.Content, n)
 		}
+	}
+}
+
+// Once the handler is closing, a 2026 request is refused -32603 "Server
+// shutting down" (500) and a 2026 notification is accepted and dropped
+// (202, no body): a notification is never answered. (Found by
+// FuzzHTTPSequence: a notification POSTed during Close was answered 500
+// with an error.)
+func TestHTTPStatelessNotificationWhileClosing(t *testing.T) {
+	s := newHTTPTestServer(t, nil, HTTPOptions{})
+	s.h.endStreams()
+	notification := s.post(stateless("notifications/initialized", ""), `{"jsonrpc":"2.0","method":"notifications/initialized","params":{`+meta2026+`}}`)
+	if body := readBody(t, notification); notification.StatusCode != http.StatusAccepted || body != "" {
+		t.Errorf("a notification while closing: %d %q, want 202 and no body", notification.StatusCode, body)
+	}
+	request := s.post(stateless("tools/list", ""), `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{`+meta2026+`}}`)
+	if body := readBody(t, request); request.StatusCode != http.StatusInternalServerError || !strings.Contains(body, `"id":1,"error":{"code":-32603,"message":"Server shutting down"}`) {
+		t.Errorf("a request while closing: %d %s, want 500 Server shutting down", request.StatusCode, body)
 	}
 }

@@ -267,7 +267,21 @@ func SpanContextFromContext(ctx context.Context) SpanContext {
 	if span := operationSpanFromContext(ctx); span != nil {
 		return span.SpanContext()
 	}
-	return SpanContext{}
+	sc, _ := ctx.Value(spanContextKey{}).(SpanContext)
+	return sc
+}
+
+type spanContextKey struct{}
+
+// contextWithSpanContext returns ctx carrying sc (ctx itself when sc is
+// invalid), for SpanContextFromContext: the context of a record logged on
+// behalf of a request whose span is known but whose handler's context is not
+// at hand.
+func contextWithSpanContext(ctx context.Context, sc SpanContext) context.Context {
+	if !sc.IsValid() {
+		return ctx
+	}
+	return context.WithValue(ctx, spanContextKey{}, sc)
 }
 
 func operationSpanFromContext(ctx context.Context) OperationSpan {

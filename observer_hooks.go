@@ -87,6 +87,16 @@ func (ex *execution) observedContext(ctx context.Context) context.Context {
 	return contextWithOperationSpan(ctx, ex.span)
 }
 
+// logContext is a context carrying ex's span, for the records its owner
+// logs on its behalf (a timeout, a worker's failure): a TraceLogHandler adds
+// the request's trace_id and span_id.
+func (ex *execution) logContext() context.Context {
+	if ex.span == nil {
+		return context.Background()
+	}
+	return context.WithValue(context.Background(), operationSpanKey{}, ex.span)
+}
+
 // sessionStarted and sessionEnded tell the observer about a connection that
 // is a session (it has an id).
 func (c *connection) sessionStarted() {

@@ -65,7 +65,7 @@ func (rt *Runtime) checkAccess(c *methodCall, item CatalogItem) *RPCError {
 	if rerr, ok := errors.AsType[*RPCError](err); ok {
 		return rerr
 	}
-	rt.logger.Debug("access denied", "method", c.req.Method, "principal", principalBinding(c.principal), "name", item.Name, "uri", item.URI, "err", err)
+	rt.logger.DebugContext(c.ctx, "access denied", "method", c.req.Method, "principal", principalBinding(c.principal), "name", item.Name, "uri", item.URI, "err", err)
 	return &RPCError{Code: CodeAccessDenied, Message: "Access denied"}
 }
 

@@ -96,9 +96,9 @@ func (sc requestStateCodec) open(method, subject, binding, token string) (sealed
 	if !ok {
 		return sealedState{}, invalidParams(msgRequestStateInvalid)
 	}
-	payload, err1 := base64.RawURLEncoding.DecodeString(encPayload)
-	tag, err2 := base64.RawURLEncoding.DecodeString(encTag)
-	if err1 != nil || err2 != nil || !hmac.Equal(tag, sc.tag(method, subject, binding, payload)) {
+	payload, ok1 := decodeTokenPart(encPayload)
+	tag, ok2 := decodeTokenPart(encTag)
+	if !ok1 || !ok2 || !hmac.Equal(tag, sc.tag(method, subject, binding, payload)) {
 		return sealedState{}, invalidParams(msgRequestStateInvalid)
 	}
 	var s sealedState

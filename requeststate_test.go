@@ -139,3 +139,27 @@ func TestRequestStateAcrossReplicas(t *testing.T) {
 		})
 	}
 }
+
+// A requestState has one spelling: the same bytes written with a line break
+// (which base64 decoders skip), or with stray bits in the last character of
+// a part, are refused as a tampered state. (Found by
+// FuzzRequestStateTampering, which inserted "\r".)
+func TestRequestStateHasOneSpelling(t *testing.T) {
+	sc := newTestStateCodec(t, time.Hour, time.Unix(1_700_000_000, 0))
+	token, err := sc.seal("tools/call", "t", "", sealedState{Handler: json.RawMessage(`{"step":1}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload, tag, _ := strings.Cut(token, ".")
+	// The tag's 32 bytes take 43 characters, whose last one carries 2 spare
+	// bits: the next character of the alphabet spells the same bytes.
+	last := strings.IndexByte(b64URLAlphabet, tag[len(tag)-1])
+	strayBits := payload + "." + tag[:len(tag)-1] + string(b64URLAlphabet[last+1])
+	for _, spelling := range []string{payload[:5] + "\r" + payload[5:], payload + "." + tag[:3] + "\n" + tag[3:], token + "\r\n", strayBits} {
+		if _, rerr := sc.open("tools/call", "t", "", spelling); rerr == nil || rerr.Message != msgRequestStateInvalid {
+			t.Errorf("state %q: open = %+v", spelling, rerr)
+		}
+	}
+}
+
+const b64URLAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"

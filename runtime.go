@@ -252,8 +252,12 @@ func (rt *Runtime) ProtocolVersions() []string { return slices.Clone(rt.versions
 // methodCall is one request being dispatched: the transport's request, its params
 // decoded one level deep, and what dialect selection learned.
 type methodCall struct {
-	rt     *Runtime
-	req    *Request
+	rt  *Runtime
+	req *Request
+	// ctx is the request's context as Dispatch got it: the records logged
+	// while serving the request are logged with it, so that a
+	// TraceLogHandler adds the request's trace_id and span_id.
+	ctx    context.Context
 	params paramsObject
 	dialectInfo
 	logThreshold string
@@ -285,7 +289,7 @@ func (rt *Runtime) dispatch(ctx context.Context, req *Request) Reply {
 	}
 	// c is filled in place: its parts are large enough that copying them
 	// shows in the profile.
-	c := &methodCall{rt: rt, req: req, principal: PrincipalFromContext(ctx)}
+	c := &methodCall{rt: rt, req: req, ctx: ctx, principal: PrincipalFromContext(ctx)}
 	if rerr := decodeParams(req, &c.params); rerr != nil {
 		return Reply{Error: rerr}
 	}

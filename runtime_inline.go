@@ -31,7 +31,7 @@ func (t *inlineCalls) Dispatch(ctx context.Context, req *Request) Reply {
 	start := t.rt.now()
 	reply := t.rt.Dispatch(ctx, req)
 	if held := t.rt.now().Sub(start); held > inlineBlockThreshold && t.logged.CompareAndSwap(false, true) {
-		t.rt.logger.Warn("mcpstdio: an Inline tool's call blocked its connection; the tool should not be Inline",
+		t.rt.logger.WarnContext(ctx, "mcpstdio: an Inline tool's call blocked its connection; the tool should not be Inline",
 			"tool", t.name, "held", held, "threshold", inlineBlockThreshold)
 	}
 	return reply

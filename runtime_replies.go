@@ -21,7 +21,7 @@ func (e *panicError) Error() string { return fmt.Sprintf("handler panicked: %v",
 func runHandler[T any](rt *Runtime, c *methodCall, subject string, fn func() (T, error)) (res T, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			rt.logger.Error("handler panicked", "method", c.req.Method, "subject", subject, "panic", v, "stack", string(debug.Stack()))
+			rt.logger.ErrorContext(c.ctx, "handler panicked", "method", c.req.Method, "subject", subject, "panic", v, "stack", string(debug.Stack()))
 			err = &panicError{value: v}
 		}
 	}()
@@ -37,7 +37,7 @@ func (rt *Runtime) handlerErrorReply(c *methodCall, subject string, err error) R
 	}
 	var p *panicError
 	if !errors.As(err, &p) {
-		rt.logger.Error("handler failed", "method", c.req.Method, "subject", subject, "err", err)
+		rt.logger.ErrorContext(c.ctx, "handler failed", "method", c.req.Method, "subject", subject, "err", err)
 	}
 	return Reply{Error: internalError()}
 }
@@ -46,7 +46,7 @@ func (rt *Runtime) handlerErrorReply(c *methodCall, subject string, err error) R
 func (rt *Runtime) resultReply(c *methodCall, v any) Reply {
 	b, err := marshalJSON(v)
 	if err != nil {
-		rt.logger.Error("encoding a result failed", "method", c.req.Method, "err", err)
+		rt.logger.ErrorContext(c.ctx, "encoding a result failed", "method", c.req.Method, "err", err)
 		return Reply{Error: internalError()}
 	}
 	return Reply{Result: b}
@@ -88,7 +88,7 @@ func (rt *Runtime) envelope(c *methodCall, cacheable bool, handlerMeta json.RawM
 func (rt *Runtime) envelopeReply(c *methodCall, cacheable bool, handlerMeta json.RawMessage, build func(resultEnvelope) any) Reply {
 	env, err := rt.envelope(c, cacheable, handlerMeta)
 	if err != nil {
-		rt.logger.Error("building a result failed", "method", c.req.Method, "err", err)
+		rt.logger.ErrorContext(c.ctx, "building a result failed", "method", c.req.Method, "err", err)
 		return Reply{Error: internalError()}
 	}
 	return rt.resultReply(c, build(env))

@@ -6,6 +6,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -126,7 +127,14 @@ func (r *HandlerRequest) bindValue(args json.RawMessage, v reflect.Value, p *typ
 }
 
 func (r *HandlerRequest) logBindFailure(err *ArgumentError) {
-	r.logger().Debug("arguments did not bind", "method", r.Method, "name", r.Name, "argument", err.Path, "problem", err.Problem, "cause", err.cause)
+	r.logger().DebugContext(r.logContext(), "arguments did not bind", "method", r.Method, "name", r.Name, "argument", err.Path, "problem", err.Problem, "cause", err.cause)
+}
+
+// logContext is a context carrying the request's span context, for the
+// records logged on its behalf where the handler's context is not at hand
+// (Bind has none): a TraceLogHandler adds its trace_id and span_id.
+func (r *HandlerRequest) logContext() context.Context {
+	return contextWithSpanContext(context.Background(), r.SpanContext)
 }
 
 // logger returns the runtime's logger, or one that discards.

@@ -356,7 +356,7 @@ func (rt *Runtime) toolResultReply(c *methodCall, res *ToolResult) Reply {
 		start := len(frame)
 		frame, err := rt.appendPlainToolResult(frame, c, res)
 		if err != nil {
-			rt.logger.Error("encoding a result failed", "method", c.req.Method, "err", err)
+			rt.logger.ErrorContext(c.ctx, "encoding a result failed", "method", c.req.Method, "err", err)
 			return Reply{Error: internalError()}
 		}
 		return framedResult(frame, start)

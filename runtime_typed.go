@@ -130,7 +130,7 @@ type typedResult struct {
 // String() when set, else the JSON of out.
 func (t *typedTool) result(req *HandlerRequest, res *typedResult, out reflect.Value, text fmt.Stringer) (*ToolResult, error) {
 	if out.Kind() == reflect.Pointer && out.IsNil() {
-		req.logger().Error("typed tool returned a nil result", "tool", req.Name, "type", out.Type().String())
+		req.logger().ErrorContext(req.logContext(), "typed tool returned a nil result", "tool", req.Name, "type", out.Type().String())
 		return nil, internalError()
 	}
 	res.structured = structuredOutput{v: out, plan: t.out}
@@ -139,7 +139,7 @@ func (t *typedTool) result(req *HandlerRequest, res *typedResult, out reflect.Va
 	} else {
 		encoded, err := res.structured.appendJSON(nil)
 		if err != nil {
-			req.logger().Error("encoding a typed tool's result failed", "tool", req.Name, "err", err)
+			req.logger().ErrorContext(req.logContext(), "encoding a typed tool's result failed", "tool", req.Name, "err", err)
 			return nil, internalError()
 		}
 		res.structured.encoded = encoded

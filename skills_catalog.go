@@ -8,6 +8,7 @@ package main
 // resource that resources/read serves (skills_files.go reads them).
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -139,15 +140,16 @@ func (rt *Runtime) AddSkills(fsys fs.FS, opts SkillsOptions) (*Skills, error) {
 // and notifications/resources/list_changed (and listen streams that asked
 // for resource list changes) say so. It returns the number of skills served.
 func (s *Skills) Rescan() int {
+	ctx := context.Background() // no request's: its records carry no trace ids
 	var found []*skillEntry
 	for _, dir := range s.findSkillDirs() {
-		if e := s.loadSkill(dir); e != nil {
+		if e := s.loadSkill(ctx, dir); e != nil {
 			found = append(found, e)
 		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.replace(found)
+	s.replace(ctx, found)
 	return len(found)
 }
 
@@ -187,18 +189,19 @@ func (s *Skills) findSkillDirs() []string {
 
 // loadSkill reads the skill in dir, or returns nil after logging why it is
 // left out.
-func (s *Skills) loadSkill(dir string) *skillEntry {
-	e, err := s.readSkill(dir)
+func (s *Skills) loadSkill(ctx context.Context, dir string) *skillEntry {
+	e, err := s.readSkill(ctx, dir)
 	if err != nil {
-		s.logger.Warn("skills: leaving out a skill", "dir", dir, "err", err)
+		s.logger.WarnContext(ctx, "skills: leaving out a skill", "dir", dir, "err", err)
 		return nil
 	}
 	return e
 }
 
 // readSkill reads and checks the skill in dir: its frontmatter, its name and
-// its files within the limits.
-func (s *Skills) readSkill(dir string) (*skillEntry, error) {
+// its files within the limits. What it logs, it logs with ctx (that of the
+// request it serves, if any).
+func (s *Skills) readSkill(ctx context.Context, dir string) (*skillEntry, error) {
 	uri, ok := skillURI(dir, skillFileName)
 	if !ok {
 		return nil, fmt.Errorf("its path cannot be a skill:// URI")
@@ -226,7 +229,7 @@ func (s *Skills) readSkill(dir string) (*skillEntry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("frontmatter: %w", err)
 	}
-	files, err := s.listSkillFiles(dir)
+	files, err := s.listSkillFiles(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -279,7 +282,7 @@ func isSkillName(name string) bool {
 // listSkillFiles returns every regular file below dir, by path, within the
 // limits; symbolic links and other non-regular files are skipped with a log
 // line. Going over a limit is an error: the skill is not served.
-func (s *Skills) listSkillFiles(dir string) ([]skillFile, error) {
+func (s *Skills) listSkillFiles(ctx context.Context, dir string) ([]skillFile, error) {
 	var files []skillFile
 	var total int64
 	err := fs.WalkDir(s.fsys, dir, func(p string, d fs.DirEntry, err error) error {
@@ -293,7 +296,7 @@ func (s *Skills) listSkillFiles(dir string) ([]skillFile, error) {
 			return nil
 		}
 		if !d.Type().IsRegular() {
-			s.logger.Warn("skills: skipping a file that is not regular (a symbolic link, device, pipe or socket)", "path", p)
+			s.logger.WarnContext(ctx, "skills: skipping a file that is not regular (a symbolic link, device, pipe or socket)", "path", p)
 			return nil
 		}
 		info, err := d.Info()
@@ -372,7 +375,7 @@ func skillPathOf(uri string) (string, bool) {
 // replace makes found the skills served: the catalog's resources follow in
 // one change, and the listing's generation moves when anything listed
 // changed. The caller holds s.mu.
-func (s *Skills) replace(found []*skillEntry) {
+func (s *Skills) replace(ctx context.Context, found []*skillEntry) {
 	old := s.snap.Load()
 	next := &skillSnapshot{generation: old.generation, byURI: map[string]*skillEntry{}, files: map[string]Resource{}}
 	for _, e := range found {
@@ -410,7 +413,7 @@ func (s *Skills) replace(found []*skillEntry) {
 		handlers[i] = s.readHandler(r.URI)
 	}
 	if err := s.rt.changeResources(remove, add, handlers); err != nil {
-		s.logger.Warn("skills: some skill files are not served as resources", "err", err)
+		s.logger.WarnContext(ctx, "skills: some skill files are not served as resources", "err", err)
 	}
 	s.snap.Store(next)
 	if len(next.skills) > 0 {
@@ -446,10 +449,10 @@ func sameSkills(a, b []*skillEntry) bool {
 // refreshed returns e as its directory is now: the same entry when nothing
 // changed, a new one when its files or SKILL.md changed, nil when it is no
 // longer a valid skill. A change is applied to what is served.
-func (s *Skills) refreshed(e *skillEntry) *skillEntry {
-	now, err := s.readSkill(e.dir)
+func (s *Skills) refreshed(ctx context.Context, e *skillEntry) *skillEntry {
+	now, err := s.readSkill(ctx, e.dir)
 	if err != nil {
-		s.logger.Warn("skills: a skill is no longer served", "dir", e.dir, "err", err)
+		s.logger.WarnContext(ctx, "skills: a skill is no longer served", "dir", e.dir, "err", err)
 		now = nil
 	}
 	if now != nil && sameSkills([]*skillEntry{e}, []*skillEntry{now}) && sameModTimes(e.files, now.files) {
@@ -467,7 +470,7 @@ func (s *Skills) refreshed(e *skillEntry) *skillEntry {
 	if now != nil {
 		found = append(found, now)
 	}
-	s.replace(found)
+	s.replace(ctx, found)
 	return now
 }
 
@@ -477,11 +480,11 @@ func sameModTimes(a, b []skillFile) bool {
 
 // adopt serves the skill at dir, found by skills/get after the last Rescan,
 // and returns it; nil when dir holds no valid skill.
-func (s *Skills) adopt(dir string) *skillEntry {
-	e, err := s.readSkill(dir)
+func (s *Skills) adopt(ctx context.Context, dir string) *skillEntry {
+	e, err := s.readSkill(ctx, dir)
 	if err != nil {
 		// At debug level: any client may name any URI.
-		s.logger.Debug("skills: skills/get names no skill that can be served", "dir", dir, "err", err)
+		s.logger.DebugContext(ctx, "skills: skills/get names no skill that can be served", "dir", dir, "err", err)
 		return nil
 	}
 	s.mu.Lock()
@@ -490,6 +493,6 @@ func (s *Skills) adopt(dir string) *skillEntry {
 	if known := snap.byURI[e.uri]; known != nil {
 		return known
 	}
-	s.replace(append(slices.Clone(snap.skills), e))
+	s.replace(ctx, append(slices.Clone(snap.skills), e))
 	return e
 }

@@ -217,7 +217,7 @@ func (s *Skills) readHandler(uri string) ResourceHandler {
 			if errors.Is(err, fs.ErrNotExist) {
 				return nil, ErrResourceNotFound
 			}
-			s.logger.Warn("skills: refusing to serve a file", "uri", uri, "err", err)
+			s.logger.WarnContext(ctx, "skills: refusing to serve a file", "uri", uri, "err", err)
 			return nil, &RPCError{Code: CodeInvalidParams, Message: "Skill file cannot be served", Data: map[string]string{"uri": uri}}
 		}
 		d := sha256Digest(h)

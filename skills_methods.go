@@ -63,7 +63,7 @@ func (s *Skills) serveList(ctx context.Context, call methodCall) Reply {
 		if ctx.Err() != nil {
 			return Reply{Error: internalError()}
 		}
-		if entry, ok := s.currentEntry(e); ok {
+		if entry, ok := s.currentEntry(ctx, e); ok {
 			entries = append(entries, entry)
 		}
 	}
@@ -74,16 +74,16 @@ func (s *Skills) serveList(ctx context.Context, call methodCall) Reply {
 
 // currentEntry returns e's entry as its files are now; false when it is no
 // longer a skill that can be served.
-func (s *Skills) currentEntry(e *skillEntry) (skillEntryJSON, bool) {
+func (s *Skills) currentEntry(ctx context.Context, e *skillEntry) (skillEntryJSON, bool) {
 	for range 2 { // a file that changes while hashed gets one more look
-		if e = s.refreshed(e); e == nil {
+		if e = s.refreshed(ctx, e); e == nil {
 			return skillEntryJSON{}, false
 		}
 		entry, err := s.entryJSON(e)
 		if err == nil {
 			return entry, true
 		}
-		s.logger.Warn("skills: a skill's files changed while listed", "uri", e.uri, "err", err)
+		s.logger.WarnContext(ctx, "skills: a skill's files changed while listed", "uri", e.uri, "err", err)
 	}
 	return skillEntryJSON{}, false
 }
@@ -100,12 +100,12 @@ func (s *Skills) serveGet(ctx context.Context, call methodCall) Reply {
 	e := s.snap.Load().byURI[uri]
 	if e == nil {
 		if p, ok := skillPathOf(uri); ok && path.Base(p) == skillFileName && path.Dir(p) != "." {
-			e = s.adopt(path.Dir(p))
+			e = s.adopt(ctx, path.Dir(p))
 		}
 	}
 	var entry skillEntryJSON
 	if e != nil {
-		entry, ok = s.currentEntry(e)
+		entry, ok = s.currentEntry(ctx, e)
 	}
 	if e == nil || !ok {
 		return Reply{Error: &RPCError{Code: CodeInvalidParams, Message: "No skill is served at this URI", Data: map[string]string{"uri": uri}}}
@@ -136,7 +136,7 @@ func (s *Skills) serveDirectoryRead(ctx context.Context, call methodCall) Reply 
 	if !ok || !slices.ContainsFunc(snap.skills, func(e *skillEntry) bool { return p == e.dir || strings.HasPrefix(p, e.dir+"/") }) {
 		return Reply{Error: notDirectory}
 	}
-	children, ok := s.readDirectory(snap, p)
+	children, ok := s.readDirectory(ctx, snap, p)
 	if !ok {
 		return Reply{Error: notDirectory}
 	}
@@ -161,13 +161,13 @@ func (s *Skills) serveDirectoryRead(ctx context.Context, call methodCall) Reply 
 // readDirectory lists the directory p as it is now; false when p is not a
 // directory (or is, or passes through, a symbolic link). Symbolic links and
 // non-regular files in it are left out.
-func (s *Skills) readDirectory(snap *skillSnapshot, p string) ([]Resource, bool) {
+func (s *Skills) readDirectory(ctx context.Context, snap *skillSnapshot, p string) ([]Resource, bool) {
 	if _, err := checkRegular(s.fsys, p, true); err != nil {
 		return nil, false
 	}
 	entries, err := fs.ReadDir(s.fsys, p)
 	if err != nil {
-		s.logger.Warn("skills: reading a directory failed", "path", p, "err", err)
+		s.logger.WarnContext(ctx, "skills: reading a directory failed", "path", p, "err", err)
 		return nil, false
 	}
 	children := make([]Resource, 0, len(entries))

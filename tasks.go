@@ -334,7 +334,7 @@ func (m *taskManager) visible(ctx context.Context, c *methodCall, id string) (*T
 	case errors.Is(err, ErrTaskNotFound):
 		return nil, errTaskNotFound()
 	case err != nil:
-		m.logger.Error("reading a task failed", "task", id, "err", err)
+		m.logger.ErrorContext(ctx, "reading a task failed", "task", id, "err", err)
 		return nil, internalError()
 	case rec.Owner != taskOwner(ctx, c):
 		return nil, errTaskNotFound()
@@ -392,7 +392,7 @@ func (m *taskManager) respond(ctx context.Context, c *methodCall, id string, res
 		}
 		return nil
 	})
-	return m.changeError(id, err)
+	return m.changeError(ctx, id, err)
 }
 
 // cancelByClient answers tasks/cancel: a task still running is cancelled at
@@ -402,7 +402,7 @@ func (m *taskManager) cancelByClient(ctx context.Context, c *methodCall, id stri
 	if _, rerr := m.visible(ctx, c, id); rerr != nil {
 		return rerr
 	}
-	return m.changeError(id, m.cancel(ctx, id, taskCancelledMessage))
+	return m.changeError(ctx, id, m.cancel(ctx, id, taskCancelledMessage))
 }
 
 // cancel ends task id as cancelled, unless it is over already.
@@ -418,8 +418,9 @@ func (m *taskManager) cancel(ctx context.Context, id, message string) error {
 	return err
 }
 
-// changeError is the JSON-RPC error for a failed change of task id.
-func (m *taskManager) changeError(id string, err error) *RPCError {
+// changeError is the JSON-RPC error for a failed change of task id by the
+// request whose context is ctx.
+func (m *taskManager) changeError(ctx context.Context, id string, err error) *RPCError {
 	var rerr *RPCError
 	switch {
 	case err == nil:
@@ -431,7 +432,7 @@ func (m *taskManager) changeError(id string, err error) *RPCError {
 	case errors.Is(err, ErrTaskLimit):
 		return taskCapacityError(err)
 	}
-	m.logger.Error("changing a task failed", "task", id, "err", err)
+	m.logger.ErrorContext(ctx, "changing a task failed", "task", id, "err", err)
 	return internalError()
 }
 

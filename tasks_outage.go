@@ -15,10 +15,10 @@ import (
 // text may name a database, a host, a user; it is logged instead.
 var errTaskStoreFailed = errors.New("the server's task store failed")
 
-// storeFailure returns err, task id's store error, fit for its handler: the
-// errors of the contract and of the handler's context as they are, any
-// other logged and replaced by errTaskStoreFailed.
-func (m *taskManager) storeFailure(id string, err error) error {
+// storeFailure returns err, task id's store error, fit for its handler
+// (whose context is ctx): the errors of the contract and of the handler's
+// context as they are, any other logged and replaced by errTaskStoreFailed.
+func (m *taskManager) storeFailure(ctx context.Context, id string, err error) error {
 	if errors.Is(err, ErrTaskNotFound) || errors.Is(err, ErrTaskLimit) || errors.Is(err, errTaskOver) ||
 		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
@@ -26,7 +26,7 @@ func (m *taskManager) storeFailure(id string, err error) error {
 	if _, ok := errors.AsType[*RPCError](err); ok {
 		return err
 	}
-	m.logger.Error("the task store failed", "task", id, "err", err)
+	m.logger.ErrorContext(ctx, "the task store failed", "task", id, "err", err)
 	return errTaskStoreFailed
 }
 
@@ -53,7 +53,7 @@ func (m *taskManager) retryEnd(t *taskRun, store func() error) error {
 		if left <= 0 {
 			return err
 		}
-		m.logger.Warn("storing a task's end failed; retrying", "task", t.rec.ID, "err", err, "in", wait)
+		m.logger.WarnContext(t.reqCtx, "storing a task's end failed; retrying", "task", t.rec.ID, "err", err, "in", wait)
 		timer := time.NewTimer(min(wait, left))
 		<-timer.C
 		wait = min(2*wait, taskEndRetryMax)

@@ -193,7 +193,7 @@ func (t *taskRun) creationError(err error) *RPCError {
 	if errors.Is(err, ErrTaskLimit) {
 		return taskCapacityError(err)
 	}
-	t.rt.logger.Error("creating a task failed", "tool", t.req.Name, "err", err)
+	t.rt.logger.ErrorContext(t.reqCtx, "creating a task failed", "tool", t.req.Name, "err", err)
 	return internalError()
 }
 
@@ -237,7 +237,7 @@ func (t *taskRun) abandon(cause error) runPhase {
 		t.cancel(cause)
 	case phaseTask:
 		if err := t.tasks.cancel(context.WithoutCancel(t.reqCtx), t.rec.ID, cause.Error()); err != nil && !errors.Is(err, ErrTaskNotFound) {
-			t.rt.logger.Error("cancelling an abandoned task failed", "task", t.rec.ID, "err", err)
+			t.rt.logger.ErrorContext(t.reqCtx, "cancelling an abandoned task failed", "task", t.rec.ID, "err", err)
 		}
 	}
 	return phase
@@ -348,7 +348,7 @@ func (t *taskRun) ask(ctx context.Context, key, method string, params json.RawMe
 			return nil
 		})
 		if err != nil {
-			return nil, fmt.Errorf("asking the client %s: %w", method, store.storeFailure(id, err))
+			return nil, fmt.Errorf("asking the client %s: %w", method, store.storeFailure(ctx, id, err))
 		}
 	}
 	for {
@@ -361,7 +361,7 @@ func (t *taskRun) ask(ctx context.Context, key, method string, params json.RawMe
 		}
 		rec, err := store.store.Get(ctx, id)
 		if err != nil {
-			return nil, fmt.Errorf("asking the client %s: %w", method, store.storeFailure(id, err))
+			return nil, fmt.Errorf("asking the client %s: %w", method, store.storeFailure(ctx, id, err))
 		}
 		if ans, ok := rec.Answers[key]; ok {
 			return t.take(ctx, key, ans)
@@ -394,7 +394,7 @@ func (t *taskRun) take(ctx context.Context, key string, ans json.RawMessage) (js
 		return nil
 	})
 	if err != nil && !errors.Is(err, ErrTaskNotFound) {
-		t.rt.logger.Error("removing a taken answer from a task failed", "task", t.rec.ID, "err", err)
+		t.rt.logger.ErrorContext(ctx, "removing a taken answer from a task failed", "task", t.rec.ID, "err", err)
 	}
 	return ans, nil
 }
@@ -415,7 +415,7 @@ func (t *taskRun) setStatusMessage(ctx context.Context, message string) error {
 		return nil
 	})
 	if err != nil && ctx.Err() == nil {
-		t.rt.logger.Warn("recording a task's progress message failed", "task", t.rec.ID, "err", err)
+		t.rt.logger.WarnContext(ctx, "recording a task's progress message failed", "task", t.rec.ID, "err", err)
 	}
 	return nil
 }
@@ -568,7 +568,7 @@ func (m *taskManager) complete(t *taskRun, res *ToolResult, err error) {
 		err = m.retryEnd(t, func() error { return end(TaskFailed, failure.Message, nil, failure) })
 	}
 	if err != nil && !errors.Is(err, ErrTaskNotFound) {
-		m.logger.Error("storing a task's end failed", "task", t.rec.ID, "err", err)
+		m.logger.ErrorContext(ctx, "storing a task's end failed", "task", t.rec.ID, "err", err)
 	}
 }
 
@@ -589,7 +589,7 @@ func (rt *Runtime) taskResult(c *methodCall, res *ToolResult) (json.RawMessage, 
 		content = []Content{}
 	}
 	if len(res.Meta) > 0 && !isJSONObject(res.Meta) {
-		rt.logger.Error("building a result failed", "method", c.req.Method, "err", "result _meta is not a JSON object")
+		rt.logger.ErrorContext(c.ctx, "building a result failed", "method", c.req.Method, "err", "result _meta is not a JSON object")
 		return nil, internalError()
 	}
 	reply := rt.resultReply(c, callToolResult{Content: content, StructuredContent: res.StructuredContent, IsError: res.IsError,
