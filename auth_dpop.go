@@ -90,11 +90,15 @@ type DPoPOptions struct {
 	ProofWindow time.Duration
 	// MaxProofs bounds the proofs remembered against replay (default
 	// DefaultDPoPMaxProofs, about 60 bytes each); MaxClientProofs bounds
-	// those of one principal (0: a quarter of MaxProofs; negative:
-	// MaxProofs). A proof that does not fit is refused 503: a proof is
-	// never forgotten before it expires, which would let it be replayed. A
-	// principal sending more than MaxClientProofs requests per ProofWindow
-	// is refused some of them.
+	// those of one principal (0, the default: a quarter of MaxProofs;
+	// Unlimited: all of MaxProofs). A proof that does not fit is refused
+	// 503: a proof is never forgotten before it expires, which would let it
+	// be replayed. A principal sending more than MaxClientProofs requests
+	// per ProofWindow is refused some of them. Unlike MaxClientSessions,
+	// whose sessions can be taken back, the share binds even while the
+	// ledger has room: a remembered proof cannot be given up, so a share
+	// of the whole would let one principal lock every other out for a
+	// ProofWindow.
 	MaxProofs       int
 	MaxClientProofs int
 	// NonceKey, when set (at least 32 bytes), makes every proof carry a
@@ -151,36 +155,15 @@ type forwardedOrigin func(r *http.Request) (scheme, host string)
 // newDPoPGate validates opts and returns the gate's DPoP part, nil when
 // opts.Mode is DPoPOff. resource is the checked AuthOptions.Resource.
 func newDPoPGate(opts DPoPOptions, resource *url.URL, forwarded forwardedOrigin) (*dpopGate, error) {
-	const field = "mcpstdio: HTTPOptions.Auth.DPoP."
-	switch {
-	case opts.Mode == DPoPOff:
-		if opts.Algorithms != nil || opts.ProofWindow != 0 || opts.MaxProofs != 0 || opts.MaxClientProofs != 0 || opts.NonceKey != nil {
-			return nil, errors.New(field + "Mode is off (DPoPOff): set it to DPoPAllow or DPoPRequire for the other DPoP options to apply")
-		}
+	if err := opts.check("HTTPOptions.Auth.DPoP."); err != nil {
+		return nil, fmt.Errorf("mcpstdio: %w", err)
+	}
+	if opts.Mode == DPoPOff {
 		return nil, nil
-	case opts.Mode != DPoPAllow && opts.Mode != DPoPRequire:
-		return nil, fmt.Errorf(field+"Mode %v is not DPoPOff, DPoPAllow or DPoPRequire", opts.Mode)
-	case opts.ProofWindow < 0 || opts.ProofWindow > maxDPoPProofWindow:
-		return nil, fmt.Errorf(field+"ProofWindow must be between 0 and %v, got %v", maxDPoPProofWindow, opts.ProofWindow)
-	case opts.MaxProofs < 0:
-		return nil, fmt.Errorf(field+"MaxProofs must not be negative, got %d", opts.MaxProofs)
-	case opts.NonceKey != nil && len(opts.NonceKey) < minDPoPNonceKeyBytes:
-		return nil, fmt.Errorf(field+"NonceKey must hold at least %d bytes, got %d", minDPoPNonceKeyBytes, len(opts.NonceKey))
 	}
-	algs, supported := opts.Algorithms, dpopAlgorithms()
+	algs := opts.Algorithms
 	if algs == nil {
-		algs = supported
-	}
-	if len(algs) == 0 {
-		return nil, errors.New(field + "Algorithms must name at least one algorithm (nil means all)")
-	}
-	for i, alg := range algs {
-		if !slices.Contains(supported, alg) {
-			return nil, fmt.Errorf(field+"Algorithms: %q is not one of %s", alg, strings.Join(supported, ", "))
-		}
-		if slices.Contains(algs[:i], alg) {
-			return nil, fmt.Errorf(field+"Algorithms: %q is named twice", alg)
-		}
+		algs = dpopAlgorithms()
 	}
 	defaultTo(&opts.ProofWindow, DefaultDPoPProofWindow)
 	defaultTo(&opts.MaxProofs, DefaultDPoPMaxProofs)
@@ -333,15 +316,47 @@ func (d *dpopGate) nonceMAC(issued []byte) []byte {
 	return mac.Sum(nil)[:16]
 }
 
-// proofShare is one principal's share of the replay ledger's maxProofs:
-// share as set, a quarter of maxProofs (rounded up) for 0, the whole when
-// negative.
-func proofShare(share, maxProofs int) int {
+// check returns the error of the first field of o that is invalid, naming
+// it after field (the path of o, "HTTPOptions.Auth.DPoP.").
+func (o DPoPOptions) check(field string) error {
 	switch {
-	case share > 0:
-		return share
-	case share < 0:
+	case o.Mode == DPoPOff:
+		if o.Algorithms != nil || o.ProofWindow != 0 || o.MaxProofs != 0 || o.MaxClientProofs != 0 || o.NonceKey != nil {
+			return errors.New(field + "Mode is off (DPoPOff): set it to DPoPAllow or DPoPRequire for the other DPoP options to apply")
+		}
+		return nil
+	case o.Mode != DPoPAllow && o.Mode != DPoPRequire:
+		return fmt.Errorf(field+"Mode %v is not DPoPOff, DPoPAllow or DPoPRequire", o.Mode)
+	case o.NonceKey != nil && len(o.NonceKey) < minDPoPNonceKeyBytes:
+		return fmt.Errorf(field+"NonceKey must hold at least %d bytes, got %d", minDPoPNonceKeyBytes, len(o.NonceKey))
+	case o.Algorithms != nil && len(o.Algorithms) == 0:
+		return errors.New(field + "Algorithms must name at least one algorithm (nil means all)")
+	}
+	supported := dpopAlgorithms()
+	for i, alg := range o.Algorithms {
+		if !slices.Contains(supported, alg) {
+			return fmt.Errorf(field+"Algorithms: %q is not one of %s", alg, strings.Join(supported, ", "))
+		}
+		if slices.Contains(o.Algorithms[:i], alg) {
+			return fmt.Errorf(field+"Algorithms: %q is named twice", alg)
+		}
+	}
+	return checkOptions(
+		checkAtMost(field+"ProofWindow", o.ProofWindow, maxDPoPProofWindow),
+		checkOption(field+"MaxProofs", o.MaxProofs),
+		checkOption(field+"MaxClientProofs", o.MaxClientProofs, Unlimited),
+	)
+}
+
+// proofShare is one principal's share of the replay ledger's maxProofs:
+// share as set, a quarter of maxProofs (rounded up) for 0, the whole for
+// Unlimited.
+func proofShare(share, maxProofs int) int {
+	switch share {
+	case 0:
+		return (maxProofs + 3) / 4
+	case Unlimited:
 		return maxProofs
 	}
-	return (maxProofs + 3) / 4
+	return share
 }

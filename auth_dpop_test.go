@@ -382,9 +382,10 @@ func TestDPoPOptionsValidation(t *testing.T) {
 		{"alg none", DPoPOptions{Mode: DPoPAllow, Algorithms: []string{"none"}}, `"none" is not one of ES256, EdDSA, PS256, RS256`},
 		{"alg HS256", DPoPOptions{Mode: DPoPAllow, Algorithms: []string{"HS256"}}, `"HS256" is not one of`},
 		{"an algorithm twice", DPoPOptions{Mode: DPoPAllow, Algorithms: []string{algES256, algES256}}, "named twice"},
-		{"a negative window", DPoPOptions{Mode: DPoPAllow, ProofWindow: -time.Second}, "ProofWindow must be between"},
-		{"a window too long", DPoPOptions{Mode: DPoPAllow, ProofWindow: time.Hour}, "ProofWindow must be between"},
-		{"negative proofs", DPoPOptions{Mode: DPoPAllow, MaxProofs: -1}, "MaxProofs must not be negative"},
+		{"a negative window", DPoPOptions{Mode: DPoPAllow, ProofWindow: -time.Second}, "ProofWindow must be >= 0 and <= 10m0s, got -1s"},
+		{"a window too long", DPoPOptions{Mode: DPoPAllow, ProofWindow: time.Hour}, "ProofWindow must be >= 0 and <= 10m0s, got 1h0m0s"},
+		{"unlimited proofs", DPoPOptions{Mode: DPoPAllow, MaxProofs: Unlimited}, "MaxProofs must be >= 0, got -1"},
+		{"a negative share", DPoPOptions{Mode: DPoPAllow, MaxClientProofs: -3}, "MaxClientProofs must be >= 0 or Unlimited, got -3"},
 		{"a short nonce key", DPoPOptions{Mode: DPoPAllow, NonceKey: []byte("short")}, "NonceKey must hold at least 32 bytes"},
 	}
 	for _, tt := range tests {
@@ -393,7 +394,7 @@ func TestDPoPOptionsValidation(t *testing.T) {
 			t.Errorf("%s: err = %v, want one naming HTTPOptions.Auth.DPoP and containing %q", tt.name, err, tt.want)
 		}
 	}
-	d := newTestDPoPGate(t, DPoPOptions{MaxClientProofs: -1}, newTestClock(), nil)
+	d := newTestDPoPGate(t, DPoPOptions{MaxClientProofs: Unlimited}, newTestClock(), nil)
 	if d.window != DefaultDPoPProofWindow || d.ledger.max != DefaultDPoPMaxProofs || d.ledger.perClient != DefaultDPoPMaxProofs || d.algsParam != `"ES256 EdDSA PS256 RS256"` {
 		t.Fatalf("defaults: window %v, proofs %d, per client %d, algs %s", d.window, d.ledger.max, d.ledger.perClient, d.algsParam)
 	}

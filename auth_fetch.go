@@ -31,18 +31,17 @@ const maxClockSkew = 5 * time.Minute
 // the error): the clock skew they allow, the bounds of their requests to the
 // authorization server, and their logger.
 func normalizeIssuerOptions(kind string, skew, fetchTimeout *time.Duration, maxResponseBytes *int, logger **slog.Logger) error {
-	switch {
-	case *skew < 0 || *skew > maxClockSkew:
-		return fmt.Errorf("mcpstdio: %s.ClockSkew must be between 0 and %v, got %v", kind, maxClockSkew, *skew)
-	case *fetchTimeout < 0 || *maxResponseBytes < 0:
-		return fmt.Errorf("mcpstdio: %s.FetchTimeout and MaxResponseBytes must not be negative", kind)
+	if err := checkOptions(
+		checkAtMost(kind+".ClockSkew", *skew, maxClockSkew),
+		checkOption(kind+".FetchTimeout", *fetchTimeout),
+		checkOption(kind+".MaxResponseBytes", *maxResponseBytes),
+	); err != nil {
+		return fmt.Errorf("mcpstdio: %w", err)
 	}
 	defaultTo(skew, DefaultClockSkew)
 	defaultTo(fetchTimeout, DefaultIssuerFetchTimeout)
 	defaultTo(maxResponseBytes, DefaultIssuerMaxResponseBytes)
-	if *logger == nil {
-		*logger = slog.Default()
-	}
+	*logger = defaultLogger(*logger)
 	return nil
 }
 

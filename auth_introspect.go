@@ -30,7 +30,8 @@ const (
 )
 
 // IntrospectionVerifierOptions configure an IntrospectionVerifier. A zero
-// value means the default.
+// value means the default (see Unlimited for the rule every options struct
+// follows).
 type IntrospectionVerifierOptions struct {
 	// Endpoint is the authorization server's token introspection endpoint
 	// (RFC 7662): https, http on a loopback host only. Required.
@@ -80,33 +81,42 @@ type IntrospectionVerifier struct {
 
 var _ TokenVerifier = (*IntrospectionVerifier)(nil)
 
+// normalize checks o and fills in the defaults.
+func (o *IntrospectionVerifierOptions) normalize() error {
+	if u, err := url.Parse(o.Endpoint); err != nil || u.Host == "" || checkSecureScheme(u) != nil {
+		return fmt.Errorf("mcpstdio: IntrospectionVerifierOptions.Endpoint %q must be an https URL (http on a loopback host only)", o.Endpoint)
+	}
+	if o.ClientID == "" || o.ClientSecret == "" {
+		return errors.New("mcpstdio: IntrospectionVerifierOptions.ClientID and ClientSecret are required")
+	}
+	if err := checkIssuerURL(o.Issuer); err != nil {
+		return fmt.Errorf("mcpstdio: IntrospectionVerifierOptions.Issuer: %w", err)
+	}
+	if _, err := parseResourceURI(o.Resource); err != nil {
+		return fmt.Errorf("mcpstdio: IntrospectionVerifierOptions.Resource: %w", err)
+	}
+	if err := checkOptions(
+		checkAtMost("IntrospectionVerifierOptions.CacheTTL", o.CacheTTL, maxIntrospectionCacheTTL),
+		checkOption("IntrospectionVerifierOptions.MaxCacheEntries", o.MaxCacheEntries),
+		checkOption("IntrospectionVerifierOptions.MaxConcurrent", o.MaxConcurrent),
+	); err != nil {
+		return fmt.Errorf("mcpstdio: %w", err)
+	}
+	if err := normalizeIssuerOptions("IntrospectionVerifierOptions", &o.ClockSkew, &o.FetchTimeout, &o.MaxResponseBytes, &o.Logger); err != nil {
+		return err
+	}
+	defaultTo(&o.CacheTTL, DefaultIntrospectionCacheTTL)
+	defaultTo(&o.MaxCacheEntries, DefaultIntrospectionCacheEntries)
+	defaultTo(&o.MaxConcurrent, DefaultMaxIntrospections)
+	return nil
+}
+
 // NewIntrospectionVerifier validates opts and returns a verifier. It does
 // not contact the authorization server.
 func NewIntrospectionVerifier(opts IntrospectionVerifierOptions) (*IntrospectionVerifier, error) {
-	if u, err := url.Parse(opts.Endpoint); err != nil || u.Host == "" || checkSecureScheme(u) != nil {
-		return nil, fmt.Errorf("mcpstdio: IntrospectionVerifierOptions.Endpoint %q must be an https URL (http on a loopback host only)", opts.Endpoint)
-	}
-	if opts.ClientID == "" || opts.ClientSecret == "" {
-		return nil, errors.New("mcpstdio: IntrospectionVerifierOptions.ClientID and ClientSecret are required")
-	}
-	if err := checkIssuerURL(opts.Issuer); err != nil {
-		return nil, fmt.Errorf("mcpstdio: IntrospectionVerifierOptions.Issuer: %w", err)
-	}
-	if _, err := parseResourceURI(opts.Resource); err != nil {
-		return nil, fmt.Errorf("mcpstdio: IntrospectionVerifierOptions.Resource: %w", err)
-	}
-	switch {
-	case opts.CacheTTL < 0 || opts.CacheTTL > maxIntrospectionCacheTTL:
-		return nil, fmt.Errorf("mcpstdio: IntrospectionVerifierOptions.CacheTTL must be between 0 and %v, got %v", maxIntrospectionCacheTTL, opts.CacheTTL)
-	case opts.MaxCacheEntries < 0 || opts.MaxConcurrent < 0:
-		return nil, errors.New("mcpstdio: IntrospectionVerifierOptions.MaxCacheEntries and MaxConcurrent must not be negative")
-	}
-	if err := normalizeIssuerOptions("IntrospectionVerifierOptions", &opts.ClockSkew, &opts.FetchTimeout, &opts.MaxResponseBytes, &opts.Logger); err != nil {
+	if err := opts.normalize(); err != nil {
 		return nil, err
 	}
-	defaultTo(&opts.CacheTTL, DefaultIntrospectionCacheTTL)
-	defaultTo(&opts.MaxCacheEntries, DefaultIntrospectionCacheEntries)
-	defaultTo(&opts.MaxConcurrent, DefaultMaxIntrospections)
 	req := &http.Request{Header: http.Header{}}
 	req.SetBasicAuth(url.QueryEscape(opts.ClientID), url.QueryEscape(opts.ClientSecret))
 	v := &IntrospectionVerifier{

@@ -286,7 +286,7 @@ func TestNewIntrospectionVerifierValidates(t *testing.T) {
 		{"no secret", func(o *IntrospectionVerifierOptions) { o.ClientSecret = "" }, "ClientSecret are required"},
 		{"no issuer", func(o *IntrospectionVerifierOptions) { o.Issuer = "" }, "Issuer"},
 		{"no resource", func(o *IntrospectionVerifierOptions) { o.Resource = "" }, "Resource"},
-		{"negative cache", func(o *IntrospectionVerifierOptions) { o.MaxCacheEntries = -1 }, "must not be negative"},
+		{"negative cache", func(o *IntrospectionVerifierOptions) { o.MaxCacheEntries = -1 }, "mcpstdio: IntrospectionVerifierOptions.MaxCacheEntries must be >= 0, got -1"},
 	}
 	for _, tt := range tests {
 		opts := valid

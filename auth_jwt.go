@@ -23,7 +23,7 @@ const DefaultClockSkew = 60 * time.Second
 const maxJWTBytes = 16 << 10
 
 // JWTVerifierOptions configure a JWTVerifier. A zero value means the
-// default.
+// default (see Unlimited for the rule every options struct follows).
 type JWTVerifierOptions struct {
 	// Issuer is the authorization server's issuer identifier: tokens' iss
 	// must equal it exactly (a trailing slash makes another issuer). An
@@ -60,7 +60,7 @@ type JWTVerifierOptions struct {
 	HTTPClient       *http.Client
 	FetchTimeout     time.Duration
 	MaxResponseBytes int
-	// Logger receives the failures to fetch keys (default slog.Default()).
+	// Logger receives the failures to fetch keys (nil: slog.Default()).
 	Logger *slog.Logger
 }
 
@@ -77,31 +77,39 @@ type JWTVerifier struct {
 
 var _ TokenVerifier = (*JWTVerifier)(nil)
 
+// normalize checks o and fills in the defaults.
+func (o *JWTVerifierOptions) normalize() error {
+	if err := checkIssuerURL(o.Issuer); err != nil {
+		return fmt.Errorf("mcpstdio: JWTVerifierOptions.Issuer: %w", err)
+	}
+	if _, err := parseResourceURI(o.Resource); err != nil {
+		return fmt.Errorf("mcpstdio: JWTVerifierOptions.Resource: %w", err)
+	}
+	if o.JWKSURL != "" {
+		if u, err := url.Parse(o.JWKSURL); err != nil || u.Host == "" || checkSecureScheme(u) != nil {
+			return fmt.Errorf("mcpstdio: JWTVerifierOptions.JWKSURL %q must be an https URL (http on a loopback host only)", o.JWKSURL)
+		}
+	}
+	if err := checkOptions(
+		checkAtMost("JWTVerifierOptions.RefreshInterval", o.RefreshInterval, 30*time.Second),
+		checkOption("JWTVerifierOptions.MaxKeyAge", o.MaxKeyAge),
+	); err != nil {
+		return fmt.Errorf("mcpstdio: %w", err)
+	}
+	if err := normalizeIssuerOptions("JWTVerifierOptions", &o.ClockSkew, &o.FetchTimeout, &o.MaxResponseBytes, &o.Logger); err != nil {
+		return err
+	}
+	defaultTo(&o.RefreshInterval, DefaultJWKSRefreshInterval)
+	defaultTo(&o.MaxKeyAge, DefaultJWKSMaxAge)
+	return nil
+}
+
 // NewJWTVerifier validates opts and returns a verifier. It does not contact
 // the issuer: the keys are fetched when the first token arrives.
 func NewJWTVerifier(opts JWTVerifierOptions) (*JWTVerifier, error) {
-	if err := checkIssuerURL(opts.Issuer); err != nil {
-		return nil, fmt.Errorf("mcpstdio: JWTVerifierOptions.Issuer: %w", err)
-	}
-	if _, err := parseResourceURI(opts.Resource); err != nil {
-		return nil, fmt.Errorf("mcpstdio: JWTVerifierOptions.Resource: %w", err)
-	}
-	if opts.JWKSURL != "" {
-		if u, err := url.Parse(opts.JWKSURL); err != nil || u.Host == "" || checkSecureScheme(u) != nil {
-			return nil, fmt.Errorf("mcpstdio: JWTVerifierOptions.JWKSURL %q must be an https URL (http on a loopback host only)", opts.JWKSURL)
-		}
-	}
-	switch {
-	case opts.RefreshInterval < 0 || opts.RefreshInterval > 30*time.Second:
-		return nil, fmt.Errorf("mcpstdio: JWTVerifierOptions.RefreshInterval must be between 0 and 30s, got %v", opts.RefreshInterval)
-	case opts.MaxKeyAge < 0:
-		return nil, errors.New("mcpstdio: JWTVerifierOptions.MaxKeyAge must not be negative")
-	}
-	if err := normalizeIssuerOptions("JWTVerifierOptions", &opts.ClockSkew, &opts.FetchTimeout, &opts.MaxResponseBytes, &opts.Logger); err != nil {
+	if err := opts.normalize(); err != nil {
 		return nil, err
 	}
-	defaultTo(&opts.RefreshInterval, DefaultJWKSRefreshInterval)
-	defaultTo(&opts.MaxKeyAge, DefaultJWKSMaxAge)
 	v := &JWTVerifier{issuer: opts.Issuer, resource: opts.Resource, skew: opts.ClockSkew, acceptUntyped: opts.AcceptUntypedTokens, now: time.Now}
 	client := newIssuerHTTP(opts.HTTPClient, opts.FetchTimeout, opts.MaxResponseBytes)
 	jwksURL := opts.JWKSURL

@@ -77,7 +77,7 @@ func errorAnswer(id string, e *RPCError) finalFrame {
 type connConfig struct {
 	dispatcher Dispatcher
 	out        outlet
-	sub        *Submitter // the connection's own; closed by close
+	sub        *submitter // the connection's own; closed by close
 	log        *slog.Logger
 	// values is the context whose values handlers' contexts carry (see
 	// jobContext.values); its cancellation is not theirs.
@@ -143,7 +143,7 @@ type connection struct {
 	// canonical id, other messages (notifications, untracked ids) by
 	// execution reference. Their maps are made when first needed.
 	byID      executionsByID
-	untracked map[ExecutionRef]*execution
+	untracked map[executionRef]*execution
 
 	// Messages that arrived while an initialize was admitted and not
 	// finished (initializing > 0), oldest first, with the sum of their
@@ -211,13 +211,13 @@ func (c *connection) makeChannels() {
 // one request an Inline tool serves on the owner without a worker, then
 // never registers one (no outcome channel, no executor lock) and makes no
 // channels for workers' Peers (makeChannels). Until then the submitter's
-// Outcomes channel and the connection's calls are nil, never ready.
+// outcomes channel and the connection's calls are nil, never ready.
 type lazySubmitterOutlet interface {
 	registerSubmitter()
 }
 
 // submitter returns the connection's submitter, registered.
-func (c *connection) submitter() *Submitter {
+func (c *connection) submitter() *submitter {
 	if c.subUnregistered {
 		c.subUnregistered = false
 		c.makeChannels()
@@ -253,14 +253,14 @@ type execution struct {
 
 	// The executor's record of the job, which holds its execution reference
 	// once admitted. The connection submits it unindexed (see
-	// Submitter.submit): it refuses duplicate ids itself.
+	// submitter.submit): it refuses duplicate ids itself.
 	job job
 
 	// The worker's side: the envelope to admit, the Request admitted from
 	// it, the Peer and the result. onMessage sets env and req's Session and
 	// Header before the job is submitted; after that the owner never
 	// touches env, req or peer. It reads result only after the job's
-	// OutcomeCompleted arrived (the channel orders the worker's write before
+	// outcomeCompleted arrived (the channel orders the worker's write before
 	// that read), never for a job it cancelled or that timed out.
 	env    envelope
 	req    Request
@@ -363,7 +363,7 @@ func (c *connection) close() {
 	c.abandonOperations()
 	c.sessionEnded()
 	if !c.subUnregistered {
-		c.sub.Close()
+		c.sub.close()
 		close(c.done)
 	}
 	for _, s := range c.subs {
@@ -388,7 +388,7 @@ type message struct {
 	// hold, when not nil, is the reservation of the message's bytes (an
 	// HTTP body, counted from before it was read), which its job holds
 	// instead of counting size.
-	hold *Reservation
+	hold *reservation
 	// raw is the message's bytes, for a batch to be split into its
 	// members (see onBatch); nil where the transport serves no batches.
 	raw []byte
@@ -467,7 +467,7 @@ func (c *connection) submit(ex *execution) error {
 	}
 	ref, err := c.submitter().submit(&ex.job, c.requestTimeout)
 	switch {
-	case errors.Is(err, ErrOverloaded):
+	case errors.Is(err, errOverloaded):
 		ex.endOperation(OperationEnd{Outcome: OperationRefused, ErrorCode: errCapacity.Code, ErrorMessage: errCapacity.Message, RefusedReason: "capacity"})
 		return c.answer(ex.route, ex.errorAnswer(errCapacity))
 	case err != nil: // the executor closed under us
@@ -482,7 +482,7 @@ func (c *connection) submit(ex *execution) error {
 		c.byID.put(ex)
 	} else {
 		if c.untracked == nil {
-			c.untracked = make(map[ExecutionRef]*execution)
+			c.untracked = make(map[executionRef]*execution)
 		}
 		c.untracked[ref] = ex
 	}

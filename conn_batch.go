@@ -82,7 +82,7 @@ func batchFrame(frames [][]byte) []byte {
 // acceptsBatch reports whether m is a batch the connection serves as one:
 // an array, in a connection that negotiated 2025-03-26.
 func (c *connection) acceptsBatch(m message) bool {
-	return m.env.kind == kindArray && m.raw != nil && AcceptsBatches(c.session.ProtocolVersion)
+	return m.env.kind == kindArray && m.raw != nil && acceptsBatches(c.session.ProtocolVersion)
 }
 
 // onBatch serves the members of the batch m, each as a message of its own

@@ -139,11 +139,11 @@ func (c *connection) runInline(ex *execution, d Dispatcher) error {
 		}
 	}
 	*peer = requestPeer{calls: c.calls, done: c.done, inline: notes}
-	o := Outcome{Kind: OutcomeCompleted}
+	o := jobOutcome{kind: outcomeCompleted}
 	func() {
 		defer func() {
 			if p := recover(); p != nil {
-				o = Outcome{Kind: OutcomeFailed, Panic: p}
+				o = jobOutcome{kind: outcomeFailed, panicValue: p}
 			}
 		}()
 		ex.serve(ctx, d, peer)

@@ -46,7 +46,7 @@ func toolAnswer(id int, text string) string {
 // refused for capacity.
 func TestInlineToolAnsweredWhileWorkersBusy(t *testing.T) {
 	entered, release := make(chan struct{}, 1), make(chan struct{})
-	h := startHarnessWith(t, Options{MaxConcurrency: 1, MaxQueue: -1}, inlineRuntime(t, entered, release))
+	h := startHarnessWith(t, Options{MaxConcurrency: 1, MaxQueue: None}, inlineRuntime(t, entered, release))
 	h.send(inlineCall(1, "slow", ""))
 	waitFor(t, entered, "the slow tool")
 	h.expectAnswer(inlineCall(2, "quick", ""), toolAnswer(2, "quick"))
@@ -279,7 +279,7 @@ func TestInlineAnswerBuiltInLentFrame(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer e.Close()
-			c := newConnection(connConfig{dispatcher: newCatalogRuntime(t), out: o, sub: e.NewSubmitter(), log: quietLogger()})
+			c := newConnection(connConfig{dispatcher: newCatalogRuntime(t), out: o, sub: e.newSubmitter(), log: quietLogger()})
 			defer c.close()
 			env, err := decodeEnvelope(line)
 			if err != nil {

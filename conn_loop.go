@@ -114,7 +114,7 @@ func serveConnection[M, E any](ctx context.Context, c *connection, side connSide
 // (cheap calls need no hand-off to wait for: see conn_inline.go).
 func takeReady[M, E any](c *connection, side connSide[M, E], err *error) bool {
 	select {
-	case o := <-c.sub.Outcomes():
+	case o := <-c.sub.outcomes:
 		*err = c.onOutcome(o)
 		return true
 	default:
@@ -141,7 +141,7 @@ func waitEvent[M, E any](ctx context.Context, c *connection, side connSide[M, E]
 		return side.onInput(m)
 	case ev := <-side.events():
 		return side.onEvent(ev)
-	case o := <-c.sub.Outcomes():
+	case o := <-c.sub.outcomes:
 		return c.onOutcome(o)
 	case call := <-c.calls:
 		return c.onPeerCall(call)

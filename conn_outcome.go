@@ -14,14 +14,14 @@ import (
 // onOutcome settles the execution the outcome o is of. Outcomes are matched
 // by execution reference, never by id: a cancelled id may name a newer
 // request already, and the cancelled one was answered when it was cancelled.
-func (c *connection) onOutcome(o Outcome) error {
+func (c *connection) onOutcome(o jobOutcome) error {
 	var ex *execution
-	if o.Key != "" {
-		ex = c.byID.get(o.Key)
+	if o.key != "" {
+		ex = c.byID.get(o.key)
 	} else {
-		ex = c.untracked[o.Ref]
+		ex = c.untracked[o.ref]
 	}
-	if ex == nil || ex.job.ref != o.Ref {
+	if ex == nil || ex.job.ref != o.ref {
 		return nil
 	}
 	c.forget(ex)
@@ -36,9 +36,9 @@ func (c *connection) onOutcome(o Outcome) error {
 
 // settle records what the outcome o of ex changes on the connection and
 // answers it.
-func (c *connection) settle(ex *execution, o Outcome) error {
-	switch o.Kind {
-	case OutcomeCompleted:
+func (c *connection) settle(ex *execution, o jobOutcome) error {
+	switch o.kind {
+	case outcomeCompleted:
 		res := ex.result
 		if ex.answerRefused || !ex.answerClaimed && !c.answerFits(ex, len(res.answer.frame)) {
 			ex.endOperation(OperationEnd{Outcome: OperationRefused, ErrorCode: errCapacity.Code, ErrorMessage: errCapacity.Message, RefusedReason: "capacity"})
@@ -58,16 +58,16 @@ func (c *connection) settle(ex *execution, o Outcome) error {
 		ex.endAnswered(&res)
 		c.applyReply(res.reply)
 		return c.answer(ex.route, res.answer)
-	case OutcomeTimedOut:
+	case outcomeTimedOut:
 		ex.endOperation(OperationEnd{Outcome: OperationTimedOut, ErrorCode: errRequestTimedOut.Code, ErrorMessage: errRequestTimedOut.Message})
 		c.log.Warn("mcpstdio: request timed out", "method", ex.method, "id", ex.id)
 		return c.answer(ex.route, ex.errorAnswer(errRequestTimedOut))
-	case OutcomeRefused: // its queue place went to another client's request
+	case outcomeRefused:
 		ex.endOperation(OperationEnd{Outcome: OperationRefused, ErrorCode: errCapacity.Code, ErrorMessage: errCapacity.Message, RefusedReason: "capacity"})
 		return c.answer(ex.route, ex.errorAnswer(errCapacity))
-	case OutcomeFailed:
+	case outcomeFailed:
 		ex.endOperation(OperationEnd{Outcome: OperationFailed, ErrorCode: errWorkerFailed.Code, ErrorMessage: errWorkerFailed.Message})
-		c.log.Error("mcpstdio: request worker failed", "method", ex.method, "id", ex.id, "panic", o.Panic)
+		c.log.Error("mcpstdio: request worker failed", "method", ex.method, "id", ex.id, "panic", o.panicValue)
 		return c.answer(ex.route, ex.errorAnswer(errWorkerFailed))
 	}
 	ex.endOperation(OperationEnd{Outcome: OperationCancelled})
@@ -90,7 +90,7 @@ func (c *connection) answerFits(ex *execution, n int) bool {
 	case n == 0:
 		return true
 	case ex.job.hold != nil:
-		return !errors.Is(ex.job.hold.Grow(n), ErrOverloaded)
+		return !errors.Is(ex.job.hold.grow(n), errOverloaded)
 	}
 	return c.submitter().client.fitsAnswer(n)
 }

@@ -123,8 +123,8 @@ func TestJobContextDetachedFromCallerCancellation(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	sub := e.NewSubmitter()
-	defer sub.Close()
+	sub := e.newSubmitter()
+	defer sub.close()
 	caller, cancelCaller := context.WithCancelCause(context.WithValue(context.Background(), ctxProbeKey{}, "v"))
 	type seen struct {
 		value                       any
@@ -158,7 +158,7 @@ func TestJobContextDetachedFromCallerCancellation(t *testing.T) {
 	cancelCaller(errors.New("the caller went away"))
 	close(callerEnded)
 	<-cancelled
-	sub.Cancel("k")
+	sub.cancel("k")
 	got := waitFor(t, result, "the job to see its cancellation")
 	if got.value != "v" || got.derivedDoneAfterCallerEnded || got.causeAfterCallerEnded != nil || !errors.Is(got.causeAfterCancel, context.Canceled) {
 		t.Fatalf("the job saw %+v; want the value, a derived context live after the caller ended, no cause then, context.Canceled after its own cancel", got)
@@ -174,8 +174,8 @@ func BenchmarkJobContextValue(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer e.Close()
-	sub := e.NewSubmitter()
-	defer sub.Close()
+	sub := e.newSubmitter()
+	defer sub.close()
 	caller, cancel := context.WithCancel(context.WithValue(context.Background(), ctxProbeKey{}, "v"))
 	defer cancel()
 	done := make(chan struct{})

@@ -49,7 +49,7 @@ func newCoordinator(ctx context.Context, t *Transport, source messageSource, wri
 	c.conn = newConnection(connConfig{
 		dispatcher:       t.dispatcher,
 		out:              c,
-		sub:              t.executor.NewSubmitter(),
+		sub:              t.executor.newSubmitter(),
 		log:              t.opts.Logger,
 		values:           ctx,
 		requestTimeout:   t.opts.RequestTimeout,
@@ -61,7 +61,7 @@ func newCoordinator(ctx context.Context, t *Transport, source messageSource, wri
 	})
 	if !t.ownsExec {
 		// The transport's own executor closes only after Serve returned.
-		c.conn.executorDone = t.executor.Done()
+		c.conn.executorDone = t.executor.done
 	}
 	if src, ok := t.dispatcher.(ChangeSource); ok {
 		c.changes = newChangeBox()

@@ -84,10 +84,10 @@ func (d dialect) definesClientRequest(method string) bool {
 	return method != MethodElicit || d.elicitation
 }
 
-// AcceptsBatches reports whether protocol version v lets a client send
+// acceptsBatches reports whether protocol version v lets a client send
 // JSON-RPC batches (only 2025-03-26 does). A transport answers a batch in a
 // session of another version, or before initialize, -32600.
-func AcceptsBatches(v string) bool { return dialectOf(v).batches }
+func acceptsBatches(v string) bool { return dialectOf(v).batches }
 
 // TransportStreamableHTTP is the Request.Transport of a message that arrived
 // over Streamable HTTP.

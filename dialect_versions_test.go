@@ -52,8 +52,8 @@ func reversed(s []string) []string {
 // TestAcceptsBatches: only 2025-03-26 has JSON-RPC batches.
 func TestAcceptsBatches(t *testing.T) {
 	for _, v := range append(releaseOrder(), "", "2099-01-01") {
-		if got, want := AcceptsBatches(v), v == ProtocolVersion20250326; got != want {
-			t.Errorf("AcceptsBatches(%q) = %v, want %v", v, got, want)
+		if got, want := acceptsBatches(v), v == ProtocolVersion20250326; got != want {
+			t.Errorf("acceptsBatches(%q) = %v, want %v", v, got, want)
 		}
 	}
 }

@@ -215,7 +215,7 @@ func optionDefaults(t *testing.T) map[string]map[string]any {
 		t.Fatal(err)
 	}
 	defer exec.Close()
-	limits := ExecutorOptions{}.limits()
+	limits := exec.Stats()
 	execDefaults := func(m map[string]any) {
 		m["MaxConcurrency"], m["MaxQueue"], m["MaxInflightBytes"] = limits.MaxConcurrency, limits.MaxQueue, limits.MaxInflightBytes
 	}
@@ -261,6 +261,17 @@ func optionDefaults(t *testing.T) map[string]map[string]any {
 	fields("SkillsOptions", SkillsOptions{})
 	fields("AuthOptions", AuthOptions{}, "Resource", "AuthorizationServers", "Verifier")
 
+	// DPoPOptions' defaults apply once DPoP is on; the Mode's is off.
+	resource, err := parseResourceURI("https://mcp.example.com/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dg, err := newDPoPGate(DPoPOptions{Mode: DPoPAllow}, resource, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fields("DPoPOptions", DPoPOptions{Algorithms: dg.algs, ProofWindow: dg.window, MaxProofs: dg.ledger.max, MaxClientProofs: dg.ledger.perClient})
+
 	jo := JWTVerifierOptions{Issuer: "https://auth.example.com", Resource: "https://mcp.example.com/mcp"}
 	jv, err := NewJWTVerifier(jo)
 	if err != nil {
@@ -287,7 +298,10 @@ func optionDefaults(t *testing.T) map[string]map[string]any {
 	iop.CacheTTL, iop.MaxConcurrent, iop.MaxCacheEntries = iv.ttl, cap(iv.slots), iv.cache.max
 	fields("IntrospectionVerifierOptions", iop, "Endpoint", "ClientID", "ClientSecret", "Issuer", "Resource")
 
-	tel := NewTelemetry(TelemetryOptions{})
+	tel, err := NewTelemetry(TelemetryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer tel.Shutdown(context.Background())
 	fields("TelemetryOptions", tel.opts)
 
@@ -317,7 +331,7 @@ func allFlags(t *testing.T) map[string]flagUsage {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range regexp.MustCompile(`fs\.\w+Var\(&f\.\w+, "([a-z-]+)"`).FindAllStringSubmatch(string(src), -1) {
+	for _, m := range regexp.MustCompile(`(?:fs\.\w+Var\(|optionVar\(fs, )&f\.\w+, "([a-z-]+)"`).FindAllStringSubmatch(string(src), -1) {
 		byName[m[1]] = flagUsage{name: m[1]}
 	}
 	return byName

@@ -326,7 +326,11 @@ type flagUsage struct {
 func commandFlags() ([]flagUsage, error) {
 	var out strings.Builder
 	parseFlags([]string{"-h"}, &out)
-	return parseFlagUsage(out.String())
+	usage, ok := strings.CutPrefix(out.String(), "Usage of mcpstdio:\n"+flagRule)
+	if !ok {
+		return nil, fmt.Errorf("-h does not begin with the rule of the numeric flags: %q", out.String())
+	}
+	return parseFlagUsage(usage)
 }
 
 // trailingDefault is how the flag package ends a usage whose default is not
@@ -367,8 +371,9 @@ func parseFlagUsage(text string) ([]flagUsage, error) {
 	return flags, nil
 }
 
-// flagsTable is the table of docs/reference/flags.md: every flag of the
-// command with its default and its -h text.
+// flagsTable is the block of docs/reference/flags.md: the rule of the
+// numeric flags as -h states it, then every flag of the command with its
+// default and its -h text.
 func flagsTable() (string, error) {
 	flags, err := commandFlags()
 	if err != nil {
@@ -376,6 +381,7 @@ func flagsTable() (string, error) {
 	}
 	cell := func(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
 	var b strings.Builder
+	b.WriteString(strings.ReplaceAll(strings.TrimSpace(flagRule), "\n", " ") + "\n\n")
 	b.WriteString("| flag | default | meaning |\n|---|---|---|\n")
 	for _, f := range flags {
 		name := "`-" + f.name

@@ -40,7 +40,10 @@ func ExampleNewTelemetry() {
 	var observer Observer
 	var tel *Telemetry
 	if enabled {
-		tel = NewTelemetry(opts)
+		tel, err = NewTelemetry(opts)
+		if err != nil {
+			log.Fatal(err)
+		}
 		defer tel.Shutdown(context.Background()) // flushes what is queued
 		observer = tel
 	}

@@ -2,12 +2,12 @@ package main
 
 // The executor: transport-neutral admission, FIFO queue, per-job deadlines and
 // cancellation (docs/explanation/contract.md, "Executor"). It knows nothing of
-// JSON-RPC. Several transports share one Executor; each gets a Submitter whose
+// JSON-RPC. Several transports share one Executor; each gets a submitter whose
 // keys are scoped to it.
 //
 // Concurrency design, in short:
 //   - One mutex (Executor.mu) guards all bookkeeping. Every race between a job's
-//     completion, Cancel, its deadline and Close is decided under it, by the job's
+//     completion, cancel, its deadline and Close is decided under it, by the job's
 //     state: whoever moves a job out of jobRunning (or jobQueued) owns its single
 //     outcome, and hands it over before releasing the mutex (delivery never
 //     blocks, see below). A worker settles a returned job, delivers its
@@ -19,21 +19,21 @@ package main
 //   - A goroutine is started when a job is admitted while fewer than
 //     MaxConcurrency are running and no worker is parked; when its job returns
 //     it takes the next queued job itself, or parks on its own inbox channel
-//     until Submit hands it one, so a busy executor spawns no goroutine per
+//     until submit hands it one, so a busy executor spawns no goroutine per
 //     job.
-//   - Delivery never blocks, whoever delivers (a worker, Cancel, a deadline
-//     timer): an outcome is offered to the buffered Outcomes channel without
+//   - Delivery never blocks, whoever delivers (a worker, cancel, a deadline
+//     timer): an outcome is offered to the buffered outcomes channel without
 //     waiting; if the buffer is full it goes to the submitter's mailbox, an
 //     unbounded FIFO drained by one pump goroutine that exists only while the
-//     mailbox is non-empty. A slow reader therefore costs memory (one Outcome
+//     mailbox is non-empty. A slow reader therefore costs memory (one jobOutcome
 //     per pending result, not a goroutine per pending result), never a slot,
-//     a worker or a caller of Cancel.
-//   - Admission also keeps a byte budget: each job has a size (SubmitSized),
+//     a worker or a caller of cancel.
+//   - Admission also keeps a byte budget: each job has a size (submitSized),
 //     counted from admission until it leaves the queue unrun or its function
 //     returns, like its slot, so a cancelled job's memory is still counted.
-//     Bytes can also be reserved ahead of a job (Reservation, e.g. a body
+//     Bytes can also be reserved ahead of a job (reservation, e.g. a body
 //     being read) and handed to it.
-//   - Submitters belong to clients (ExecutorClient: a connection, a session,
+//   - Submitters belong to clients (executorClient: a connection, a session,
 //     a principal), which share the executor work-conservingly
 //     (executor_client.go): a client alone may use all of it; each client
 //     queues its own jobs in FIFO order, and a freed slot goes to the
@@ -47,6 +47,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 )
@@ -61,76 +62,87 @@ const (
 	DefaultMaxInflightBytes = 64 << 20
 )
 
-// outcomeBuffer is the capacity of each Outcomes channel: it lets a worker
+// outcomeBuffer is the capacity of each outcomes channel: it lets a worker
 // hand over its outcome without waiting for the reader, so the mailbox pump is
 // needed only when the reader falls this far behind.
 const outcomeBuffer = 64
 
-// ExecutionRef identifies one admitted job; unique for the executor's life
+// executionRef identifies one admitted job; unique for the executor's life
 // (never reused, even across submitters). The zero value is never issued.
-type ExecutionRef uint64
+type executionRef uint64
 
-// OutcomeKind says how an admitted job ended.
-type OutcomeKind uint8
+// outcomeKind says how an admitted job ended.
+type outcomeKind uint8
 
 const (
-	OutcomeCompleted OutcomeKind = iota + 1 // the work returned; Outcome.Value holds what it returned
-	OutcomeCancelled                        // Submitter.Cancel stopped it
-	OutcomeTimedOut                         // its deadline passed first
-	OutcomeFailed                           // the work panicked (or called runtime.Goexit); Outcome.Panic holds the value
-	// OutcomeRefused: the job was queued and never ran; it gave its place in
+	outcomeCompleted outcomeKind = iota + 1 // the work returned; jobOutcome.value holds what it returned
+	outcomeCancelled                        // submitter.cancel stopped it
+	outcomeTimedOut                         // its deadline passed first
+	outcomeFailed                           // the work panicked (or called runtime.Goexit); jobOutcome.panicValue holds the value
+	// outcomeRefused: the job was queued and never ran; it gave its place in
 	// the full queue to a job of a client holding fewer queued jobs (see
-	// ExecutorClient), as if it had been refused with ErrOverloaded.
-	OutcomeRefused
+	// executorClient), as if it had been refused with errOverloaded.
+	outcomeRefused
 )
 
 // String returns the kind's name, e.g. "completed" or "timedOut".
-func (k OutcomeKind) String() string {
+func (k outcomeKind) String() string {
 	switch k {
-	case OutcomeCompleted:
+	case outcomeCompleted:
 		return "completed"
-	case OutcomeCancelled:
+	case outcomeCancelled:
 		return "cancelled"
-	case OutcomeTimedOut:
+	case outcomeTimedOut:
 		return "timedOut"
-	case OutcomeFailed:
+	case outcomeFailed:
 		return "failed"
-	case OutcomeRefused:
+	case outcomeRefused:
 		return "refused"
 	}
-	return fmt.Sprintf("OutcomeKind(%d)", uint8(k))
+	return fmt.Sprintf("outcomeKind(%d)", uint8(k))
 }
 
-// Outcome is the one and only result of an admitted job.
-type Outcome struct {
-	Ref   ExecutionRef
-	Key   string // the key it was submitted with ("" for an unkeyed job)
-	Kind  OutcomeKind
-	Value any // what the work returned (OutcomeCompleted only)
-	Panic any // the recovered panic value (OutcomeFailed only)
+// jobOutcome is the one and only result of an admitted job.
+type jobOutcome struct {
+	ref        executionRef
+	key        string // the key it was submitted with ("" for an unkeyed job)
+	kind       outcomeKind
+	value      any // what the work returned (outcomeCompleted only)
+	panicValue any // the recovered panic value (outcomeFailed only)
 }
 
-// ExecutorOptions configures NewExecutor. The zero value means all defaults.
+// ExecutorOptions configures NewExecutor. A zero value means the default,
+// and a field says when it also takes Unlimited or None (see Unlimited for
+// the rule every options struct follows).
 type ExecutorOptions struct {
-	MaxConcurrency int           // jobs running at once; 0 means 32; negative is invalid
-	MaxQueue       int           // jobs waiting (FIFO); 0 means 256; negative means no queue at all
-	Timeout        time.Duration // default per-job deadline; 0 means 30s; negative means none
+	// MaxConcurrency bounds the jobs running at once (default 32).
+	MaxConcurrency int
+	// MaxQueue bounds the jobs waiting for a slot, in FIFO order (default
+	// 256); Unlimited queues every job the byte budget admits, None queues
+	// none: a job that cannot start at once is refused.
+	MaxQueue int
+	// Timeout is a job's deadline, counted from when it starts running,
+	// unless its transport gives one (default 30s; Unlimited: none).
+	Timeout time.Duration
 
-	// MaxInflightBytes bounds the sum of the sizes (see SubmitSized) of the
-	// jobs admitted and not yet finished: queued, or running until their
-	// function returns, even when cancelled or timed out earlier, as
-	// concurrency slots are held, and of the bytes reserved (Reserve). 0
-	// means DefaultMaxInflightBytes (64 MiB); negative means no bound. A
-	// job that does not fit is refused with ErrOverloaded, except when no
+	// MaxInflightBytes bounds the sum of the sizes of the jobs admitted and
+	// not yet finished (a transport's job is a message, its size the
+	// message's length): queued, or running until their function returns,
+	// even when cancelled or timed out earlier, as concurrency slots are
+	// held, and of the bytes a transport holds ahead of a job (an HTTP body
+	// being read). 0 means DefaultMaxInflightBytes (64 MiB); Unlimited
+	// means no bound. A job that does not fit is refused, except when no
 	// bytes are in flight at all: one job larger than the whole budget is
 	// then admitted, so that any single message the transport accepts can
 	// be served. A transport admits its jobs' answers against the same
-	// budget by the same rule (see Reservation.Grow).
+	// budget by the same rule.
 	MaxInflightBytes int
 
-	// A client's share (see ExecutorClient) of the slots, the queue and the
-	// byte budget. Shares are work-conserving: they keep room only for the
-	// other clients that are waiting, never idle capacity.
+	// A client's share of the slots, the queue and the byte budget, a
+	// client being what a transport serves as one: a stdio connection, an
+	// HTTP session, the stateless requests of one address, a principal.
+	// Shares are work-conserving: they keep room only for the other clients
+	// that are waiting, never idle capacity.
 	//   - MaxClientConcurrency: a free slot is always taken (no job waits
 	//     while one is free), so a client alone may run MaxConcurrency jobs;
 	//     under contention a freed slot goes to the client with queued work
@@ -138,18 +150,19 @@ type ExecutorOptions struct {
 	//     admitted first), which serves the clients below their share
 	//     before those at or above it.
 	//   - MaxClientQueue: a client that holds this many queued jobs is
-	//     refused more (ErrOverloaded) while another client has a job
-	//     queued; alone it may fill the whole queue. When the queue is
-	//     full, a job of a client holding at least two queued jobs fewer
-	//     than the client holding the most takes the place of that
-	//     client's newest queued job, whose outcome is OutcomeRefused.
+	//     refused more while another client has a job queued; alone it may
+	//     fill the whole queue. When the queue is full, a job of a client
+	//     holding at least two queued jobs fewer than the client holding
+	//     the most takes the place of that client's newest queued job,
+	//     which is refused as if it had come a moment later.
 	//   - MaxClientInflightBytes: a client whose bytes would pass this is
-	//     refused (ErrOverloaded) while another client holds bytes; alone it
-	//     may use the whole budget (and, as with the budget, one job larger
-	//     than the share is admitted when the client holds no bytes).
-	// 0, or a value above the executor's limit, means the whole limit: the
-	// share never binds, and only the fewest-running rule orders the
-	// clients. Negative is invalid.
+	//     refused while another client holds bytes; alone it may use the
+	//     whole budget (and, as with the budget, one job larger than the
+	//     share is admitted when the client holds no bytes).
+	// 0 (the default), or a value above the executor's limit, means the
+	// whole limit: the share never binds, and only the fewest-running rule
+	// orders the clients. With MaxInflightBytes Unlimited there is no byte
+	// share either.
 	MaxClientConcurrency   int
 	MaxClientQueue         int
 	MaxClientInflightBytes int
@@ -164,42 +177,45 @@ type ExecutorOptions struct {
 	Busy func(busy bool)
 }
 
-// Errors returned by Submit. Test them with errors.Is.
+// Errors returned by submit. Test them with errors.Is.
 var (
-	ErrDuplicateKey    = errors.New("executor: key already admitted")
-	ErrOverloaded      = errors.New("executor: concurrency and queue limits or in-flight byte budget reached")
+	errDuplicateKey    = errors.New("executor: key already admitted")
+	errOverloaded      = errors.New("executor: concurrency and queue limits or in-flight byte budget reached")
 	ErrExecutorClosed  = errors.New("executor: closed")
-	ErrSubmitterClosed = errors.New("executor: submitter closed")
+	errSubmitterClosed = errors.New("executor: submitter closed")
 
-	errNilWork = errors.New("executor: Submit called with nil work")
+	errNilWork = errors.New("executor: submit called with nil work")
 )
 
-// errWorkGoexit is the Outcome.Panic value of a job whose work called
+// errWorkGoexit is the jobOutcome.panicValue of a job whose work called
 // runtime.Goexit (for example t.FailNow) instead of returning.
 var errWorkGoexit = errors.New("executor: work called runtime.Goexit")
 
-// ExecutorStats is a snapshot of an executor's load and limits.
+// ExecutorStats is a snapshot of an executor's load and limits. A limit is
+// the one in effect: a number, or Unlimited when there is none (MaxQueue is
+// 0 with None).
 type ExecutorStats struct {
 	Running        int // jobs holding a slot, including cancelled ones whose function has not returned
 	Queued         int // jobs waiting in the clients' FIFO queues
-	MaxConcurrency int // the effective limit
-	MaxQueue       int // the effective limit; 0 when there is no queue
+	MaxConcurrency int
+	MaxQueue       int
 
-	InflightBytes    int // sum of the sizes of the jobs counted by Running and Queued, and of the reservations
-	MaxInflightBytes int // the effective budget; 0 when there is none
+	InflightBytes    int // sum of the sizes of the jobs counted by Running and Queued, and of the bytes held ahead of jobs
+	MaxInflightBytes int
 
-	// A client's effective share of each (see ExecutorOptions).
+	// A client's share of each (see ExecutorOptions).
 	MaxClientConcurrency   int
 	MaxClientQueue         int
-	MaxClientInflightBytes int // 0 when there is no budget
+	MaxClientInflightBytes int
 }
 
-// Executor admits, queues and runs work for any number of submitters. All its
-// methods are safe for concurrent use.
+// Executor admits, queues and runs the requests of any number of
+// transports (Options.Executor, HTTPOptions.Executor), which then share its
+// limits. All its methods are safe for concurrent use.
 type Executor struct {
 	// Set by NewExecutor; read-only after.
 	maxConcurrency int
-	maxQueue       int           // 0 means no queue
+	maxQueue       int           // 0 means no queue, math.MaxInt no limit
 	timeout        time.Duration // negative means no deadline
 	maxBytes       int           // in-flight byte budget; 0 means none
 	done           chan struct{} // closed by Close
@@ -219,8 +235,8 @@ type Executor struct {
 	queued     int                     // jobs in the clients' queues; guarded by mu
 	ready      readyHeap               // clients that may start a queued job; guarded by mu
 	idle       []chan *job             // parked workers' inboxes, each empty; guarded by mu
-	lastRef    ExecutionRef            // guarded by mu
-	submitters map[*Submitter]struct{} // open submitters; guarded by mu
+	lastRef    executionRef            // guarded by mu
+	submitters map[*submitter]struct{} // open submitters; guarded by mu
 
 	// Guarded by mu.
 	deadlines     deadlineHeap // running jobs with a deadline and an undecided outcome, earliest first
@@ -229,58 +245,55 @@ type Executor struct {
 }
 
 // NewExecutor validates opts, applies defaults and returns a running executor.
-// An invalid option is an error, never a panic.
+// An invalid option is an error naming it, never a panic.
 func NewExecutor(opts ExecutorOptions) (*Executor, error) {
-	for _, o := range []struct {
-		name  string
-		value int
-	}{
-		{"MaxConcurrency", opts.MaxConcurrency},
-		{"MaxClientConcurrency", opts.MaxClientConcurrency},
-		{"MaxClientQueue", opts.MaxClientQueue},
-		{"MaxClientInflightBytes", opts.MaxClientInflightBytes},
-	} {
-		if o.value < 0 {
-			return nil, fmt.Errorf("executor: %s must not be negative (0 means the default), got %d", o.name, o.value)
-		}
+	if err := opts.check("ExecutorOptions"); err != nil {
+		return nil, fmt.Errorf("mcpstdio: %w", err)
 	}
-	limits := opts.limits()
 	e := &Executor{
-		maxConcurrency: limits.MaxConcurrency,
-		maxQueue:       limits.MaxQueue,
+		maxConcurrency: opts.MaxConcurrency,
+		maxQueue:       opts.MaxQueue,
 		timeout:        opts.Timeout,
-		maxBytes:       limits.MaxInflightBytes,
+		maxBytes:       opts.MaxInflightBytes,
 		done:           make(chan struct{}),
-		submitters:     make(map[*Submitter]struct{}),
+		submitters:     make(map[*submitter]struct{}),
 		busy:           opts.Busy,
+	}
+	defaultTo(&e.maxConcurrency, defaultMaxConcurrency)
+	defaultTo(&e.timeout, defaultJobTimeout)
+	switch e.maxQueue {
+	case 0:
+		e.maxQueue = defaultMaxQueue
+	case None:
+		e.maxQueue = 0
+	case Unlimited:
+		e.maxQueue = math.MaxInt
+	}
+	switch e.maxBytes {
+	case 0:
+		e.maxBytes = DefaultMaxInflightBytes
+	case Unlimited:
+		e.maxBytes = 0
 	}
 	e.maxClientConcurrency = shareOf(opts.MaxClientConcurrency, e.maxConcurrency)
 	e.maxClientQueue = shareOf(opts.MaxClientQueue, e.maxQueue)
 	e.maxClientBytes = shareOf(opts.MaxClientInflightBytes, e.maxBytes)
-	if e.timeout == 0 {
-		e.timeout = defaultJobTimeout
-	}
 	return e, nil
 }
 
-// limits returns the effective MaxConcurrency, MaxQueue (0: no queue) and
-// MaxInflightBytes (0: no budget) that opts ask for.
-func (opts ExecutorOptions) limits() ExecutorStats {
-	st := ExecutorStats{MaxConcurrency: opts.MaxConcurrency, MaxQueue: opts.MaxQueue, MaxInflightBytes: opts.MaxInflightBytes}
-	defaultTo(&st.MaxConcurrency, defaultMaxConcurrency)
-	switch {
-	case st.MaxQueue == 0:
-		st.MaxQueue = defaultMaxQueue
-	case st.MaxQueue < 0:
-		st.MaxQueue = 0
-	}
-	switch {
-	case st.MaxInflightBytes == 0:
-		st.MaxInflightBytes = DefaultMaxInflightBytes
-	case st.MaxInflightBytes < 0:
-		st.MaxInflightBytes = 0
-	}
-	return st
+// check returns the error of the first field of o that breaks the options'
+// rule, naming it as a field of the struct of (Options and HTTPOptions
+// hold some of these fields).
+func (o ExecutorOptions) check(of string) error {
+	return checkOptions(
+		checkOption(of+".MaxConcurrency", o.MaxConcurrency),
+		checkOption(of+".MaxQueue", o.MaxQueue, Unlimited, None),
+		checkOption(of+".Timeout", o.Timeout, Unlimited),
+		checkOption(of+".MaxInflightBytes", o.MaxInflightBytes, Unlimited),
+		checkOption(of+".MaxClientConcurrency", o.MaxClientConcurrency),
+		checkOption(of+".MaxClientQueue", o.MaxClientQueue),
+		checkOption(of+".MaxClientInflightBytes", o.MaxClientInflightBytes),
+	)
 }
 
 // shareOf is a client's effective share of limit when it asks for share:
@@ -292,31 +305,31 @@ func shareOf(share, limit int) int {
 	return share
 }
 
-// NewSubmitter registers a new submitter (e.g. one connection) that is a
-// client of its own: e.NewClient().NewSubmitter(). Its outcomes arrive on
-// Outcomes(); its keys never collide with another submitter's. On a closed
-// executor it returns a submitter whose Submit fails with ErrExecutorClosed.
-func (e *Executor) NewSubmitter() *Submitter {
-	return e.NewClient().NewSubmitter()
+// newSubmitter registers a new submitter (e.g. one connection) that is a
+// client of its own: e.newClient().newSubmitter(). Its outcomes arrive on
+// its outcomes channel; its keys never collide with another submitter's. On a closed
+// executor it returns a submitter whose submit fails with ErrExecutorClosed.
+func (e *Executor) newSubmitter() *submitter {
+	return e.newClient().newSubmitter()
 }
 
-// NewSubmitter registers a new submitter of client c: its jobs count
-// against c's share. Otherwise it is as Executor.NewSubmitter.
-func (c *ExecutorClient) NewSubmitter() *Submitter {
-	s := new(Submitter)
+// newSubmitter registers a new submitter of client c: its jobs count
+// against c's share. Otherwise it is as Executor.newSubmitter.
+func (c *executorClient) newSubmitter() *submitter {
+	s := new(submitter)
 	c.initSubmitter(s, outcomeBuffer)
 	return s
 }
 
-// initSubmitter registers s, a zero Submitter that may be part of a larger
-// record of the caller's, as a new submitter of c whose Outcomes channel
+// initSubmitter registers s, a zero submitter that may be part of a larger
+// record of the caller's, as a new submitter of c whose outcomes channel
 // buffers buffer outcomes (≥ 0). A submitter that never has more than
 // buffer outcomes undelivered at once never needs the mailbox pump: an
 // HTTP POST's connection, which serves one message, takes 1.
-func (c *ExecutorClient) initSubmitter(s *Submitter, buffer int) {
+func (c *executorClient) initSubmitter(s *submitter, buffer int) {
 	e := c.e
 	s.e, s.client = e, c
-	s.outcomes = make(chan Outcome, buffer)
+	s.outcomes = make(chan jobOutcome, buffer)
 	s.active = jobList{links: activeLinks}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -335,23 +348,32 @@ func (e *Executor) Stats() ExecutorStats {
 		Running:        e.running,
 		Queued:         e.queued,
 		MaxConcurrency: e.maxConcurrency,
-		MaxQueue:       e.maxQueue,
+		MaxQueue:       statLimit(e.maxQueue, math.MaxInt),
 
 		InflightBytes:    e.bytes,
-		MaxInflightBytes: e.maxBytes,
+		MaxInflightBytes: statLimit(e.maxBytes, 0),
 
 		MaxClientConcurrency:   e.maxClientConcurrency,
-		MaxClientQueue:         e.maxClientQueue,
-		MaxClientInflightBytes: e.maxClientBytes,
+		MaxClientQueue:         statLimit(e.maxClientQueue, math.MaxInt),
+		MaxClientInflightBytes: statLimit(e.maxClientBytes, 0),
 	}
 }
 
-// Close cancels all work of every submitter (queued jobs are dropped, running
-// jobs' contexts are cancelled), delivers nothing more, makes Submit fail with
-// ErrExecutorClosed, and closes Done. It does not wait for running functions
-// to return; they keep their slots until they do, and their results are
-// discarded. When the first call returns, nothing can be received from any
-// submitter's Outcomes channel any more. Idempotent.
+// statLimit reports limit as ExecutorStats does: Unlimited when it is none,
+// the value that means no limit inside the executor.
+func statLimit(limit, none int) int {
+	if limit == none {
+		return Unlimited
+	}
+	return limit
+}
+
+// Close cancels all the work of every transport that shares the executor
+// (queued jobs are dropped, running jobs' contexts are cancelled) and
+// refuses new work: a Transport serving on it ends its Serve with
+// ErrExecutorClosed, an HTTPHandler answers 503. It does not wait for
+// running functions to return; they keep their slots until they do, and
+// their results are discarded. Idempotent.
 func (e *Executor) Close() {
 	e.mu.Lock()
 	if e.closed {
@@ -362,7 +384,7 @@ func (e *Executor) Close() {
 	if e.deadlineTimer != nil {
 		e.deadlineTimer.Stop()
 	}
-	closed := make([]*Submitter, 0, len(e.submitters))
+	closed := make([]*submitter, 0, len(e.submitters))
 	for s := range e.submitters {
 		e.closeSubmitterLocked(s)
 		closed = append(closed, s)
@@ -378,6 +400,3 @@ func (e *Executor) Close() {
 		s.silence()
 	}
 }
-
-// Done is closed when Close is called (not when the last function returns).
-func (e *Executor) Done() <-chan struct{} { return e.done }

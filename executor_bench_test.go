@@ -9,7 +9,7 @@ import (
 
 func trivialWork(context.Context) any { return nil }
 
-// BenchmarkExecutorRoundTrip measures Submit plus receiving the outcome, one
+// BenchmarkExecutorRoundTrip measures submit plus receiving the outcome, one
 // job at a time and with 4 or 64 jobs outstanding, with and without a
 // deadline. With 4 outstanding (fewer than MaxConcurrency) jobs mostly go to
 // parked workers; with 64, half of them queue.
@@ -33,9 +33,9 @@ func benchmarkRoundTrip(b *testing.B, outstanding int, timeout time.Duration) {
 		b.Fatal(err)
 	}
 	defer e.Close()
-	s := e.NewSubmitter()
+	s := e.newSubmitter()
 	submit := func(key string) {
-		if _, err := s.Submit(key, timeout, trivialWork); err != nil {
+		if _, err := s.submitWork(key, timeout, trivialWork); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -46,9 +46,9 @@ func benchmarkRoundTrip(b *testing.B, outstanding int, timeout time.Duration) {
 		inFlight++
 	}
 	for submitted := inFlight; inFlight > 0; inFlight-- {
-		o := <-s.Outcomes()
+		o := <-s.outcomes
 		if submitted < b.N {
-			submit(o.Key)
+			submit(o.key)
 			submitted++
 			inFlight++
 		}

@@ -36,26 +36,26 @@ import (
 // time at most. The queue is never over-admitted: a newcomer that finds the
 // whole queue full takes the place of the newest queued job of the client
 // that holds the most (at least two more than the newcomer), which is
-// refused (OutcomeRefused, never run), as if it had come a moment later.
+// refused (outcomeRefused, never run), as if it had come a moment later.
 //
 // Bytes are reserved against the budget and the share ahead of a job when
 // they are held before it exists (a body being read) or after it (an answer
-// not yet written): Reserve and Grow, then SubmitReserved hands the bytes to
+// not yet written): reserve and grow, then submitReserved hands the bytes to
 // a job. An answer is admitted as a message is, and refused the same way:
 // its bytes must fit beside what else is in flight, its request's own bytes
 // excepted, or nothing else be in flight; else the request is answered with
 // the overload error, -32603 "Server execution capacity exhausted". A
 // running job admits its answer before building it with growJob (the bytes
 // join the job's: its size, or its reservation's); one built first is
-// admitted with Grow of the reservation its job held (HTTP) or checked
+// admitted with grow of the reservation its job held (HTTP) or checked
 // with fitsAnswer (stdio, whose line's bytes are free by then).
 
-// ExecutorClient is one client of an Executor: a group of submitters whose
+// executorClient is one client of an Executor: a group of submitters whose
 // jobs and reservations share one client's share of the executor's limits.
-// Create it with Executor.NewClient and its submitters with NewSubmitter. It
+// Create it with Executor.newClient and its submitters with newSubmitter. It
 // needs no closing: it is garbage once its submitters and reservations are.
 // Its methods are safe for concurrent use.
-type ExecutorClient struct {
+type executorClient struct {
 	e *Executor // read-only
 
 	// Guarded by e.mu.
@@ -65,31 +65,31 @@ type ExecutorClient struct {
 	readyIndex int     // position in e.ready, -1 when not there
 }
 
-// ClientStats is a snapshot of one client's use of its share.
-type ClientStats struct {
-	Running       int // jobs holding a slot, including cancelled ones whose function has not returned
-	Queued        int // jobs waiting in its queue
-	InflightBytes int // sizes of its running and queued jobs, and its reservations
+// clientStats is a snapshot of one client's use of its share.
+type clientStats struct {
+	running       int // jobs holding a slot, including cancelled ones whose function has not returned
+	queued        int // jobs waiting in its queue
+	inflightBytes int // sizes of its running and queued jobs, and its reservations
 }
 
-// NewClient returns a new client of e, with nothing admitted. On a closed
+// newClient returns a new client of e, with nothing admitted. On a closed
 // executor its submitters and reservations fail with ErrExecutorClosed.
-func (e *Executor) NewClient() *ExecutorClient {
-	return &ExecutorClient{e: e, queue: jobList{links: queueLinks}, readyIndex: -1}
+func (e *Executor) newClient() *executorClient {
+	return &executorClient{e: e, queue: jobList{links: queueLinks}, readyIndex: -1}
 }
 
-// Stats returns a snapshot of the client's use of its share.
-func (c *ExecutorClient) Stats() ClientStats {
+// stats returns a snapshot of the client's use of its share.
+func (c *executorClient) stats() clientStats {
 	c.e.mu.Lock()
 	defer c.e.mu.Unlock()
-	return ClientStats{Running: c.running, Queued: c.queue.len, InflightBytes: c.bytes}
+	return clientStats{running: c.running, queued: c.queue.len, inflightBytes: c.bytes}
 }
 
 // idleClients reports which of clients hold nothing (no job running or
 // queued, no byte), in one critical section: for a caller that holds a lock
 // of its own and must not take e.mu once per client under it.
-func (e *Executor) idleClients(clients []*ExecutorClient) map[*ExecutorClient]bool {
-	idle := make(map[*ExecutorClient]bool, len(clients))
+func (e *Executor) idleClients(clients []*executorClient) map[*executorClient]bool {
+	idle := make(map[*executorClient]bool, len(clients))
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for _, c := range clients {
@@ -105,7 +105,7 @@ func (e *Executor) idleClients(clients []*ExecutorClient) map[*ExecutorClient]bo
 // reservation that grows (0 for a new one). Size 0 always fits; so does
 // anything when, but for own, nothing is in flight (executor-wide for the
 // budget, of c for its share), however large it is.
-func (e *Executor) fitsLocked(c *ExecutorClient, size, own int) bool {
+func (e *Executor) fitsLocked(c *executorClient, size, own int) bool {
 	if size == 0 || e.maxBytes == 0 {
 		return true
 	}
@@ -122,7 +122,7 @@ func (e *Executor) fitsLocked(c *ExecutorClient, size, own int) bool {
 // is to give its place (displace, which the caller refuses once the job is
 // admitted). So a flood that filled the queue gives way to a newcomer, and
 // under contention the queue converges to equal parts.
-func (e *Executor) queueRoomLocked(c *ExecutorClient) (room bool, displace *job) {
+func (e *Executor) queueRoomLocked(c *executorClient) (room bool, displace *job) {
 	othersWait := e.queued > c.queue.len
 	switch {
 	case c.queue.len >= e.maxClientQueue && othersWait:
@@ -130,7 +130,7 @@ func (e *Executor) queueRoomLocked(c *ExecutorClient) (room bool, displace *job)
 	case e.queued < e.maxQueue:
 		return true, nil
 	}
-	var longest *ExecutorClient
+	var longest *executorClient
 	for _, other := range e.ready { // every client with a queued job
 		if longest == nil || other.queue.len > longest.queue.len {
 			longest = other
@@ -143,7 +143,7 @@ func (e *Executor) queueRoomLocked(c *ExecutorClient) (room bool, displace *job)
 }
 
 // chargeLocked counts n more bytes of client c.
-func (e *Executor) chargeLocked(c *ExecutorClient, n int) {
+func (e *Executor) chargeLocked(c *executorClient, n int) {
 	e.bytes += n
 	c.bytes += n
 }
@@ -164,7 +164,7 @@ func (e *Executor) releaseJobBytesLocked(j *job) {
 // job. A client beyond its share of the slots is ready too: the rule is
 // work-conserving, and fewest-running-first already serves the clients
 // below their share before it.
-func (e *Executor) updateReadyLocked(c *ExecutorClient) {
+func (e *Executor) updateReadyLocked(c *executorClient) {
 	ready := c.queue.len > 0
 	switch {
 	case ready && c.readyIndex < 0:
@@ -198,7 +198,7 @@ func (e *Executor) popReadyLocked() *job {
 // readyHeap orders the ready clients for container/heap: fewest running
 // first, then the one whose oldest queued job was admitted first. It keeps
 // each client's readyIndex current.
-type readyHeap []*ExecutorClient
+type readyHeap []*executorClient
 
 func (h readyHeap) Len() int { return len(h) }
 
@@ -215,7 +215,7 @@ func (h readyHeap) Swap(a, b int) {
 }
 
 func (h *readyHeap) Push(x any) {
-	c := x.(*ExecutorClient)
+	c := x.(*executorClient)
 	c.readyIndex = len(*h)
 	*h = append(*h, c)
 }
@@ -233,38 +233,38 @@ func (h *readyHeap) Pop() any {
 // freed: it was released and no job holds it.
 var errReservationReleased = errors.New("executor: reservation released")
 
-// Reservation is bytes held against an executor's MaxInflightBytes and its
+// reservation is bytes held against an executor's MaxInflightBytes and its
 // client's share before (or after) a job holds them: a message being read,
-// an answer waiting for its write. Create it with ExecutorClient.Reserve;
+// an answer waiting for its write. Create it with executorClient.reserve;
 // its methods are safe for concurrent use. Its bytes are free once the
-// caller called Release and no job holds it (SubmitReserved).
-type Reservation struct {
-	c *ExecutorClient // read-only
+// caller called release and no job holds it (submitReserved).
+type reservation struct {
+	c *executorClient // read-only
 
 	// Guarded by c.e.mu.
 	n        int  // bytes held
-	released bool // the caller let go (Release)
+	released bool // the caller let go (release)
 	jobs     int  // admitted jobs holding it until they finish
 }
 
-// Reserve holds n bytes (n ≥ 0) against the executor's MaxInflightBytes and
+// reserve holds n bytes (n ≥ 0) against the executor's MaxInflightBytes and
 // c's share, as a job of size n would be admitted: it fails with
-// ErrOverloaded when they do not fit (see ExecutorOptions), with
+// errOverloaded when they do not fit (see ExecutorOptions), with
 // ErrExecutorClosed on a closed executor.
-func (c *ExecutorClient) Reserve(n int) (*Reservation, error) {
-	r := new(Reservation)
+func (c *executorClient) reserve(n int) (*reservation, error) {
+	r := new(reservation)
 	if err := c.reserveInto(r, n); err != nil {
 		return nil, err
 	}
 	return r, nil
 }
 
-// reserveInto is Reserve into r, a zero Reservation that may be part of a
+// reserveInto is reserve into r, a zero reservation that may be part of a
 // larger record of the caller's, so that it costs no allocation of its own
 // (an HTTP POST's). On failure r stays zero and must not be used.
-func (c *ExecutorClient) reserveInto(r *Reservation, n int) error {
+func (c *executorClient) reserveInto(r *reservation, n int) error {
 	if n < 0 {
-		return fmt.Errorf("executor: Reserve called with negative size %d", n)
+		return fmt.Errorf("executor: reserve called with negative size %d", n)
 	}
 	e := c.e
 	e.mu.Lock()
@@ -273,21 +273,21 @@ func (c *ExecutorClient) reserveInto(r *Reservation, n int) error {
 	case e.closed:
 		return ErrExecutorClosed
 	case !e.fitsLocked(c, n, 0):
-		return ErrOverloaded
+		return errOverloaded
 	}
 	e.chargeLocked(c, n)
 	r.c, r.n = c, n
 	return nil
 }
 
-// Grow holds n more bytes (n ≥ 0) if they fit, as Reserve: the bytes r
+// grow holds n more bytes (n ≥ 0) if they fit, as reserve: the bytes r
 // holds already count as one job's, so a reservation that alone holds more
 // than the budget (or the share) may grow while nothing else is in flight.
-// It fails with ErrOverloaded when they do not fit, ErrExecutorClosed on a
+// It fails with errOverloaded when they do not fit, ErrExecutorClosed on a
 // closed executor, and an error once r's bytes are freed.
-func (r *Reservation) Grow(n int) error {
+func (r *reservation) grow(n int) error {
 	if n < 0 {
-		return fmt.Errorf("executor: Grow called with negative size %d", n)
+		return fmt.Errorf("executor: grow called with negative size %d", n)
 	}
 	e := r.c.e
 	e.mu.Lock()
@@ -298,7 +298,7 @@ func (r *Reservation) Grow(n int) error {
 	case r.freed():
 		return errReservationReleased
 	case !e.fitsLocked(r.c, n, r.n):
-		return ErrOverloaded
+		return errOverloaded
 	}
 	r.n += n
 	e.chargeLocked(r.c, n)
@@ -340,26 +340,26 @@ func (e *Executor) growJob(j *job, n int) bool {
 // everything else in flight, or when nothing else is in flight however large
 // it is. Nothing is counted: the caller bounds the frame it keeps (stdio's
 // writer pauses the input while its frames wait). An answer to a message
-// whose bytes a reservation holds grows that reservation instead (Grow),
+// whose bytes a reservation holds grows that reservation instead (grow),
 // whose bytes count as the answer's own.
-func (c *ExecutorClient) fitsAnswer(n int) bool {
+func (c *executorClient) fitsAnswer(n int) bool {
 	e := c.e
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.fitsLocked(c, n, 0)
 }
 
-// Len returns the bytes r holds (0 once they are freed).
-func (r *Reservation) Len() int {
+// held returns the bytes r holds (0 once they are freed).
+func (r *reservation) held() int {
 	e := r.c.e
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return r.n
 }
 
-// Release lets go of r: its bytes are free now, or when the last job
+// release lets go of r: its bytes are free now, or when the last job
 // holding it finishes. Idempotent; nil-safe.
-func (r *Reservation) Release() {
+func (r *reservation) release() {
 	if r == nil {
 		return
 	}
@@ -371,10 +371,10 @@ func (r *Reservation) Release() {
 }
 
 // freed reports whether r's bytes were freed: released and held by no job.
-func (r *Reservation) freed() bool { return r.released && r.jobs == 0 }
+func (r *reservation) freed() bool { return r.released && r.jobs == 0 }
 
 // freeIfUnheldLocked frees r's bytes once no one holds it.
-func (e *Executor) freeIfUnheldLocked(r *Reservation) {
+func (e *Executor) freeIfUnheldLocked(r *reservation) {
 	if r.freed() && r.n > 0 {
 		e.chargeLocked(r.c, -r.n)
 		r.n = 0

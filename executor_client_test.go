@@ -11,16 +11,16 @@ import (
 	"time"
 )
 
-func expectClientStats(t *testing.T, c *ExecutorClient, want ClientStats) {
+func expectClientStats(t *testing.T, c *executorClient, want clientStats) {
 	t.Helper()
-	if got := c.Stats(); got != want {
+	if got := c.stats(); got != want {
 		t.Fatalf("client Stats() = %+v, want %+v", got, want)
 	}
 }
 
 // startBlocked submits a job of s that blocks until released and waits for
 // it to start.
-func startBlocked(t *testing.T, s *Submitter, key string) *fakeWork {
+func startBlocked(t *testing.T, s *submitter, key string) *fakeWork {
 	t.Helper()
 	w := newFakeWork(key)
 	mustSubmit(t, s, key, 0, w.ignoringCtx)
@@ -32,16 +32,16 @@ func startBlocked(t *testing.T, s *Submitter, key string) *fakeWork {
 // client (a stdio connection) may run MaxConcurrency jobs and queue MaxQueue.
 func TestDefaultShareIsTheWholeExecutor(t *testing.T) {
 	e := newTestExecutor(t, ExecutorOptions{MaxConcurrency: 3, MaxQueue: 2})
-	s := e.NewSubmitter()
+	s := e.newSubmitter()
 	var held []*fakeWork
 	for i := range 3 {
 		held = append(held, startBlocked(t, s, fmt.Sprint("r", i)))
 	}
 	mustSubmit(t, s, "q0", 0, returning(nil))
 	mustSubmit(t, s, "q1", 0, returning(nil))
-	expectClientStats(t, s.client, ClientStats{Running: 3, Queued: 2})
-	if _, err := s.Submit("q2", 0, returning(nil)); !errors.Is(err, ErrOverloaded) {
-		t.Fatalf("beyond MaxQueue: err = %v, want ErrOverloaded", err)
+	expectClientStats(t, s.client, clientStats{running: 3, queued: 2})
+	if _, err := s.submitWork("q2", 0, returning(nil)); !errors.Is(err, errOverloaded) {
+		t.Fatalf("beyond MaxQueue: err = %v, want errOverloaded", err)
 	}
 	for _, w := range held {
 		close(w.release)
@@ -56,10 +56,10 @@ func TestDefaultShareIsTheWholeExecutor(t *testing.T) {
 // Among clients that run as many, the oldest queued job goes first.
 func TestFreedSlotGoesToTheClientRunningFewest(t *testing.T) {
 	e := newTestExecutor(t, ExecutorOptions{MaxConcurrency: 2, MaxQueue: 10})
-	a, b, c := e.NewSubmitter(), e.NewSubmitter(), e.NewSubmitter()
+	a, b, c := e.newSubmitter(), e.newSubmitter(), e.newSubmitter()
 	a0, a1 := startBlocked(t, a, "a0"), startBlocked(t, a, "a1")
 	ran := make(chan string, 4)
-	queue := func(s *Submitter, key string) {
+	queue := func(s *submitter, key string) {
 		mustSubmit(t, s, key, 0, func(context.Context) any { ran <- key; return nil })
 	}
 	queue(a, "a2") // oldest, but its client runs two jobs
@@ -91,55 +91,55 @@ func TestFreedSlotGoesToTheClientRunningFewest(t *testing.T) {
 // are released; a reservation grows while they fit.
 func TestReservationCountsUntilReleased(t *testing.T) {
 	e := newTestExecutor(t, ExecutorOptions{MaxInflightBytes: 100, MaxClientInflightBytes: 60})
-	a, b := e.NewClient(), e.NewClient()
-	small, err := b.Reserve(5) // b holds bytes: a's share binds
+	a, b := e.newClient(), e.newClient()
+	small, err := b.reserve(5) // b holds bytes: a's share binds
 	if err != nil {
 		t.Fatal(err)
 	}
-	first, err := a.Reserve(10)
+	first, err := a.reserve(10)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := a.Reserve(40)
+	r, err := a.reserve(40)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Grow(10); err != nil {
-		t.Fatalf("Grow within the share: %v", err)
+	if err := r.grow(10); err != nil {
+		t.Fatalf("grow within the share: %v", err)
 	}
-	if err := r.Grow(1); !errors.Is(err, ErrOverloaded) {
-		t.Fatalf("Grow beyond the share while another client holds bytes: err = %v, want ErrOverloaded", err)
+	if err := r.grow(1); !errors.Is(err, errOverloaded) {
+		t.Fatalf("grow beyond the share while another client holds bytes: err = %v, want errOverloaded", err)
 	}
-	if _, err := b.Reserve(36); !errors.Is(err, ErrOverloaded) {
-		t.Fatalf("Reserve beyond the budget: err = %v, want ErrOverloaded", err)
+	if _, err := b.reserve(36); !errors.Is(err, errOverloaded) {
+		t.Fatalf("reserve beyond the budget: err = %v, want errOverloaded", err)
 	}
-	other, err := b.Reserve(35)
+	other, err := b.reserve(35)
 	if err != nil {
-		t.Fatalf("Reserve within the budget: %v", err)
+		t.Fatalf("reserve within the budget: %v", err)
 	}
-	if got := r.Len(); got != 50 {
+	if got := r.held(); got != 50 {
 		t.Fatalf("Len = %d, want 50", got)
 	}
 	expectBytes(t, e, 100)
-	if _, err := b.NewSubmitter().SubmitSized("k", 1, 0, returning(nil)); !errors.Is(err, ErrOverloaded) {
-		t.Fatalf("a job beyond the budget: err = %v, want ErrOverloaded", err)
+	if _, err := b.newSubmitter().submitSized("k", 1, 0, returning(nil)); !errors.Is(err, errOverloaded) {
+		t.Fatalf("a job beyond the budget: err = %v, want errOverloaded", err)
 	}
-	r.Release()
-	r.Release() // idempotent
-	if got := r.Len(); got != 0 {
-		t.Fatalf("Len after Release = %d, want 0", got)
+	r.release()
+	r.release() // idempotent
+	if got := r.held(); got != 0 {
+		t.Fatalf("Len after release = %d, want 0", got)
 	}
-	if err := r.Grow(1); err == nil {
-		t.Fatal("Grow after Release succeeded")
+	if err := r.grow(1); err == nil {
+		t.Fatal("grow after release succeeded")
 	}
 	expectBytes(t, e, 50)
-	first.Release()
-	expectClientStats(t, a, ClientStats{})
-	other.Release()
-	small.Release()
+	first.release()
+	expectClientStats(t, a, clientStats{})
+	other.release()
+	small.release()
 	expectBytes(t, e, 0)
-	if _, err := a.Reserve(-1); err == nil {
-		t.Fatal("Reserve(-1) succeeded")
+	if _, err := a.reserve(-1); err == nil {
+		t.Fatal("reserve(-1) succeeded")
 	}
 }
 
@@ -148,20 +148,20 @@ func TestReservationCountsUntilReleased(t *testing.T) {
 // admitted alone; nothing else fits beside it.
 func TestReservationLargerThanTheBudgetGrowsAlone(t *testing.T) {
 	e := newTestExecutor(t, ExecutorOptions{MaxInflightBytes: 10})
-	c := e.NewClient()
-	r, err := c.Reserve(0)
+	c := e.newClient()
+	r, err := c.reserve(0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for range 5 {
-		if err := r.Grow(4); err != nil {
-			t.Fatalf("Grow of the only reservation: %v", err)
+		if err := r.grow(4); err != nil {
+			t.Fatalf("grow of the only reservation: %v", err)
 		}
 	}
-	if _, err := e.NewClient().Reserve(1); !errors.Is(err, ErrOverloaded) {
-		t.Fatalf("Reserve beside an over-budget reservation: err = %v, want ErrOverloaded", err)
+	if _, err := e.newClient().reserve(1); !errors.Is(err, errOverloaded) {
+		t.Fatalf("reserve beside an over-budget reservation: err = %v, want errOverloaded", err)
 	}
-	r.Release()
+	r.release()
 	expectBytes(t, e, 0)
 }
 
@@ -170,58 +170,58 @@ func TestReservationLargerThanTheBudgetGrowsAlone(t *testing.T) {
 // let go, in either order. The job is never refused for its bytes.
 func TestSubmitReservedHoldsTheBytesUntilBothLetGo(t *testing.T) {
 	e := newTestExecutor(t, ExecutorOptions{MaxConcurrency: 1, MaxInflightBytes: 100})
-	c := e.NewClient()
-	s := c.NewSubmitter()
+	c := e.newClient()
+	s := c.newSubmitter()
 
-	r, err := c.Reserve(100)
+	r, err := c.reserve(100)
 	if err != nil {
 		t.Fatal(err)
 	}
 	w := newFakeWork(nil)
-	ref, err := s.SubmitReserved("job", r, 0, w.ignoringCtx)
+	ref, err := s.submitReserved("job", r, 0, w.ignoringCtx)
 	if err != nil {
-		t.Fatalf("SubmitReserved with the whole budget reserved: %v", err)
+		t.Fatalf("submitReserved with the whole budget reserved: %v", err)
 	}
 	waitClosed(t, w.started, "job start")
-	r.Release() // the job still holds the bytes
+	r.release() // the job still holds the bytes
 	expectBytes(t, e, 100)
 	close(w.release)
-	expectOutcome(t, s, ref, "job", OutcomeCompleted)
+	expectOutcome(t, s, ref, "job", outcomeCompleted)
 	expectBytes(t, e, 0)
 
 	// The other order: the job returns first, the caller keeps the bytes
 	// counted (an answer being written) until it releases them.
-	r, _ = c.Reserve(30)
-	ref, err = s.SubmitReserved("job", r, 0, returning(nil))
+	r, _ = c.reserve(30)
+	ref, err = s.submitReserved("job", r, 0, returning(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	expectOutcome(t, s, ref, "job", OutcomeCompleted)
+	expectOutcome(t, s, ref, "job", outcomeCompleted)
 	expectBytes(t, e, 30)
-	r.Release()
+	r.release()
 	expectBytes(t, e, 0)
 
 	// A queued job that is cancelled lets go of its reservation at once.
 	blocker := startBlocked(t, s, "blocker")
-	r, _ = c.Reserve(20)
-	ref, err = s.SubmitReserved("queued", r, 0, returning(nil))
+	r, _ = c.reserve(20)
+	ref, err = s.submitReserved("queued", r, 0, returning(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.Release()
+	r.release()
 	expectBytes(t, e, 20)
-	s.Cancel("queued")
-	expectOutcome(t, s, ref, "queued", OutcomeCancelled)
+	s.cancel("queued")
+	expectOutcome(t, s, ref, "queued", outcomeCancelled)
 	expectBytes(t, e, 0)
 	close(blocker.release)
 	receive(t, s)
 
-	if _, err := s.SubmitReserved("late", r, 0, returning(nil)); err == nil {
-		t.Fatal("SubmitReserved with a released reservation succeeded")
+	if _, err := s.submitReserved("late", r, 0, returning(nil)); err == nil {
+		t.Fatal("submitReserved with a released reservation succeeded")
 	}
 	e.Close()
-	if _, err := c.Reserve(1); !errors.Is(err, ErrExecutorClosed) {
-		t.Fatalf("Reserve on a closed executor: err = %v, want ErrExecutorClosed", err)
+	if _, err := c.reserve(1); !errors.Is(err, ErrExecutorClosed) {
+		t.Fatalf("reserve on a closed executor: err = %v, want ErrExecutorClosed", err)
 	}
 }
 
@@ -229,7 +229,7 @@ func TestSubmitReservedHoldsTheBytesUntilBothLetGo(t *testing.T) {
 // are the sums of its clients' and that no limit is exceeded, and that a
 // client is ready exactly when it has a queued job, which never happens
 // while a slot is free.
-func checkClientInvariants(t *testing.T, e *Executor, clients []*ExecutorClient) {
+func checkClientInvariants(t *testing.T, e *Executor, clients []*executorClient) {
 	t.Helper()
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -260,9 +260,9 @@ func checkClientInvariants(t *testing.T, e *Executor, clients []*ExecutorClient)
 func TestClientSharesUnderRandomLoad(t *testing.T) {
 	e := newTestExecutor(t, ExecutorOptions{MaxConcurrency: 4, MaxQueue: 6, MaxInflightBytes: 200,
 		MaxClientConcurrency: 2, MaxClientQueue: 3, MaxClientInflightBytes: 90})
-	clients := make([]*ExecutorClient, 4)
+	clients := make([]*executorClient, 4)
 	for i := range clients {
-		clients[i] = e.NewClient()
+		clients[i] = e.newClient()
 	}
 	var wg sync.WaitGroup
 	for g := range 4 {
@@ -271,8 +271,8 @@ func TestClientSharesUnderRandomLoad(t *testing.T) {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(uint64(g), 1))
 			c := clients[g]
-			s := c.NewSubmitter()
-			admitted := map[ExecutionRef]bool{}
+			s := c.newSubmitter()
+			admitted := map[executionRef]bool{}
 			for i := range 300 {
 				key := fmt.Sprint(i % 8)
 				work := func(ctx context.Context) any {
@@ -281,48 +281,48 @@ func TestClientSharesUnderRandomLoad(t *testing.T) {
 					}
 					return nil
 				}
-				var ref ExecutionRef
+				var ref executionRef
 				var err error
 				switch rng.IntN(4) {
 				case 0:
-					r, rerr := c.Reserve(rng.IntN(40))
+					r, rerr := c.reserve(rng.IntN(40))
 					if rerr != nil {
 						continue
 					}
-					ref, err = s.SubmitReserved(key, r, 0, work)
-					r.Release()
+					ref, err = s.submitReserved(key, r, 0, work)
+					r.release()
 				case 1:
-					s.Cancel(fmt.Sprint(rng.IntN(8)))
+					s.cancel(fmt.Sprint(rng.IntN(8)))
 					continue
 				default:
-					ref, err = s.SubmitSized(key, rng.IntN(40), 0, work)
+					ref, err = s.submitSized(key, rng.IntN(40), 0, work)
 				}
 				if err == nil {
 					admitted[ref] = true
 				}
-				for len(s.Outcomes()) > 0 {
-					o := <-s.Outcomes()
-					if !admitted[o.Ref] {
-						t.Errorf("outcome for %d, not admitted or delivered twice", o.Ref)
+				for len(s.outcomes) > 0 {
+					o := <-s.outcomes
+					if !admitted[o.ref] {
+						t.Errorf("outcome for %d, not admitted or delivered twice", o.ref)
 					}
-					delete(admitted, o.Ref)
+					delete(admitted, o.ref)
 				}
 			}
 			for _, key := range []string{"0", "1", "2", "3", "4", "5", "6", "7"} {
-				s.Cancel(key)
+				s.cancel(key)
 			}
 			for len(admitted) > 0 {
-				var o Outcome
+				var o jobOutcome
 				select {
-				case o = <-s.Outcomes():
+				case o = <-s.outcomes:
 				case <-time.After(failAfter):
 					t.Errorf("client %d: %d outcomes missing", g, len(admitted))
 					return
 				}
-				if !admitted[o.Ref] {
-					t.Errorf("outcome for %d, not admitted or delivered twice", o.Ref)
+				if !admitted[o.ref] {
+					t.Errorf("outcome for %d, not admitted or delivered twice", o.ref)
 				}
-				delete(admitted, o.Ref)
+				delete(admitted, o.ref)
 			}
 		}()
 	}
@@ -367,31 +367,31 @@ func TestAnswerFitsAsAMessageIsAdmitted(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newTestExecutor(t, ExecutorOptions{MaxInflightBytes: 100, MaxClientInflightBytes: tc.share})
-			c := e.NewClient()
-			hold := func(client *ExecutorClient, n int) {
+			c := e.newClient()
+			hold := func(client *executorClient, n int) {
 				if n == 0 {
 					return
 				}
-				r, err := client.Reserve(n)
+				r, err := client.reserve(n)
 				if err != nil {
-					t.Fatalf("Reserve(%d): %v", n, err)
+					t.Fatalf("reserve(%d): %v", n, err)
 				}
-				t.Cleanup(r.Release)
+				t.Cleanup(r.release)
 			}
-			hold(e.NewClient(), tc.others)
+			hold(e.newClient(), tc.others)
 			hold(c, tc.ownMore)
 			var fits bool
 			if tc.body == 0 {
 				fits = c.fitsAnswer(tc.answer)
 			} else {
-				body, err := c.Reserve(tc.body)
+				body, err := c.reserve(tc.body)
 				if err != nil {
 					t.Fatal(err)
 				}
-				defer body.Release()
-				err = body.Grow(tc.answer)
-				if fits = err == nil; !fits && !errors.Is(err, ErrOverloaded) {
-					t.Fatalf("Grow(%d) = %v, want nil or ErrOverloaded", tc.answer, err)
+				defer body.release()
+				err = body.grow(tc.answer)
+				if fits = err == nil; !fits && !errors.Is(err, errOverloaded) {
+					t.Fatalf("grow(%d) = %v, want nil or errOverloaded", tc.answer, err)
 				}
 			}
 			if fits != tc.fits {
@@ -425,21 +425,21 @@ func TestGrowJobAdmitsAnAnswerAsAMessage(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newTestExecutor(t, ExecutorOptions{MaxInflightBytes: 100})
 			if tc.others > 0 {
-				r, err := e.NewClient().Reserve(tc.others)
+				r, err := e.newClient().reserve(tc.others)
 				if err != nil {
 					t.Fatal(err)
 				}
-				defer r.Release()
+				defer r.release()
 			}
-			s := e.NewSubmitter()
+			s := e.newSubmitter()
 			grown := make(chan bool)
 			j := &job{size: 30}
 			if tc.reserved {
-				r, err := s.client.Reserve(30)
+				r, err := s.client.reserve(30)
 				if err != nil {
 					t.Fatal(err)
 				}
-				defer r.Release()
+				defer r.release()
 				j.size, j.hold = 0, r
 			}
 			j.work = workFunc(func(context.Context) any {

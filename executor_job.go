@@ -161,7 +161,7 @@ type jobLinkage struct{ prev, next *job }
 // Which of a job's links a jobList uses.
 const (
 	queueLinks  = 0 // Executor.queue
-	activeLinks = 1 // Submitter.active
+	activeLinks = 1 // submitter.active
 )
 
 // jobList is an intrusive doubly linked list of jobs through job.links[links],
@@ -211,11 +211,11 @@ func (l *jobList) remove(j *job) {
 
 // outcomeQueue is an unbounded FIFO of outcomes that reuses its backing array.
 type outcomeQueue struct {
-	items []Outcome
+	items []jobOutcome
 	head  int // items[:head] are consumed
 }
 
-func (q *outcomeQueue) push(o Outcome) {
+func (q *outcomeQueue) push(o jobOutcome) {
 	if q.head > 0 && len(q.items) == cap(q.items) {
 		// Reclaim the consumed front before growing.
 		n := copy(q.items, q.items[q.head:])
@@ -226,12 +226,12 @@ func (q *outcomeQueue) push(o Outcome) {
 }
 
 // pop removes and returns the oldest outcome; ok is false when q is empty.
-func (q *outcomeQueue) pop() (o Outcome, ok bool) {
+func (q *outcomeQueue) pop() (o jobOutcome, ok bool) {
 	if q.head == len(q.items) {
-		return Outcome{}, false
+		return jobOutcome{}, false
 	}
 	o = q.items[q.head]
-	q.items[q.head] = Outcome{} // drop references for the garbage collector
+	q.items[q.head] = jobOutcome{} // drop references for the garbage collector
 	q.head++
 	if q.head == len(q.items) {
 		q.items, q.head = q.items[:0], 0

@@ -22,9 +22,9 @@ const (
 // job is the record of one admitted piece of work.
 type job struct {
 	// Set before the job is published under e.mu; read-only after.
-	ref     ExecutionRef
+	ref     executionRef
 	key     string
-	sub     *Submitter
+	sub     *submitter
 	work    jobWork
 	timeout time.Duration // negative means no deadline
 	// size is the bytes counted in e.bytes and its client's while the job
@@ -33,7 +33,7 @@ type job struct {
 	size int
 	// hold is the reservation whose bytes the job holds, while it is
 	// queued or holds a slot, instead of a size of its own; nil for none.
-	hold *Reservation
+	hold *reservation
 
 	ctx jobContext // what work receives; its deadline is set under e.mu when the job starts
 
@@ -48,14 +48,14 @@ type job struct {
 	links [2]jobLinkage // queue and active-set links; guarded by e.mu
 }
 
-// jobWork is what a job runs. Submit's function is a workFunc; an owner that
+// jobWork is what a job runs. submit's function is a workFunc; an owner that
 // submits its own job records (see submit) may implement it on them, so its
 // work needs no closure.
 type jobWork interface {
 	execute(ctx context.Context) any
 }
 
-// workFunc is a work function as Submit takes it.
+// workFunc is a work function as submit takes it.
 type workFunc func(ctx context.Context) any
 
 func (f workFunc) execute(ctx context.Context) any { return f(ctx) }
@@ -69,9 +69,9 @@ func (e *Executor) admitLocked(j *job) (startNow bool, err error) {
 	case e.closed:
 		return false, ErrExecutorClosed
 	case s.closed:
-		return false, ErrSubmitterClosed
+		return false, errSubmitterClosed
 	case j.indexed && s.keys[j.key] != nil:
-		return false, ErrDuplicateKey
+		return false, errDuplicateKey
 	case j.hold != nil && j.hold.freed():
 		return false, errReservationReleased
 	}
@@ -83,11 +83,11 @@ func (e *Executor) admitLocked(j *job) (startNow bool, err error) {
 	if !startNow {
 		var room bool
 		if room, displaced = e.queueRoomLocked(c); !room {
-			return false, ErrOverloaded
+			return false, errOverloaded
 		}
 	}
 	if !e.fitsLocked(c, j.size, 0) {
-		return false, ErrOverloaded
+		return false, errOverloaded
 	}
 	if displaced != nil {
 		e.refuseQueuedLocked(displaced)
@@ -150,7 +150,7 @@ func (e *Executor) armLocked(at time.Time) {
 
 // expireDue runs on the deadline timer's goroutine. Every running job whose
 // deadline has passed is timed out: its context is cancelled with
-// context.DeadlineExceeded and OutcomeTimedOut is delivered, without waiting
+// context.DeadlineExceeded and outcomeTimedOut is delivered, without waiting
 // for the work to return. Deciding and cancelling under one lock means that
 // work which saw its deadline is always timed out. Then the timer is armed
 // for the next deadline.
@@ -162,7 +162,7 @@ func (e *Executor) expireDue() {
 		j := e.deadlines[0]
 		e.abandonLocked(j)
 		j.ctx.cancel(context.DeadlineExceeded)
-		j.sub.deliverLocked(Outcome{Ref: j.ref, Key: j.key, Kind: OutcomeTimedOut})
+		j.sub.deliverLocked(jobOutcome{ref: j.ref, key: j.key, kind: outcomeTimedOut})
 	}
 	if len(e.deadlines) > 0 {
 		e.armLocked(e.deadlines[0].ctx.deadline)
@@ -171,10 +171,10 @@ func (e *Executor) expireDue() {
 }
 
 // refuseQueuedLocked takes j, a queued job, out of the queue to make room
-// for another client's job, and delivers its OutcomeRefused: it never runs.
+// for another client's job, and delivers its outcomeRefused: it never runs.
 func (e *Executor) refuseQueuedLocked(j *job) {
 	e.dequeueLocked(j)
-	j.sub.deliverLocked(Outcome{Ref: j.ref, Key: j.key, Kind: OutcomeRefused})
+	j.sub.deliverLocked(jobOutcome{ref: j.ref, key: j.key, kind: outcomeRefused})
 }
 
 // dequeueLocked removes j, a queued job, from the queue for good: it
@@ -224,7 +224,7 @@ func (e *Executor) forgetLocked(j *job) {
 // closeSubmitterLocked stops every job of s, discards its undelivered
 // outcomes and marks it closed. The caller must then call s.silence after
 // releasing e.mu.
-func (e *Executor) closeSubmitterLocked(s *Submitter) {
+func (e *Executor) closeSubmitterLocked(s *submitter) {
 	for j := s.active.head; j != nil; {
 		next := j.links[activeLinks].next
 		e.stopLocked(j)
@@ -239,7 +239,7 @@ func (e *Executor) closeSubmitterLocked(s *Submitter) {
 }
 
 // work is a worker goroutine: it runs j and then every job the queue hands
-// it; when the queue is empty it parks on its inbox until Submit hands it a
+// it; when the queue is empty it parks on its inbox until submit hands it a
 // job, so that a busy executor neither starts a goroutine per job nor grows a
 // fresh stack for each. It exits when the executor closes (Close sends it
 // nil), or when enough workers are parked already.
@@ -285,7 +285,7 @@ func (e *Executor) runJob(j *job, inbox chan *job) (next *job, parked bool) {
 			cause = errWorkGoexit
 			inbox = nil
 		}
-		next, parked = e.finish(j, OutcomeFailed, nil, cause, inbox)
+		next, parked = e.finish(j, outcomeFailed, nil, cause, inbox)
 		if goexit && next != nil {
 			e.goroutines.Add(1)
 			go e.work(next)
@@ -293,7 +293,7 @@ func (e *Executor) runJob(j *job, inbox chan *job) (next *job, parked bool) {
 	}()
 	value := j.work.execute(&j.ctx)
 	returned = true
-	return e.finish(j, OutcomeCompleted, value, nil, inbox)
+	return e.finish(j, outcomeCompleted, value, nil, inbox)
 }
 
 // finish records that j's function returned, in one critical section: it
@@ -305,7 +305,7 @@ func (e *Executor) runJob(j *job, inbox chan *job) (next *job, parked bool) {
 // cannot overtake it. With no next job, a worker with an inbox (non-nil)
 // parks: it is added to e.idle (parked true) unless the executor is closed or
 // enough workers are parked already.
-func (e *Executor) finish(j *job, kind OutcomeKind, value, panicValue any, inbox chan *job) (next *job, parked bool) {
+func (e *Executor) finish(j *job, kind outcomeKind, value, panicValue any, inbox chan *job) (next *job, parked bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if j.state == jobRunning {
@@ -313,7 +313,7 @@ func (e *Executor) finish(j *job, kind OutcomeKind, value, panicValue any, inbox
 		// As net/http does when a handler returns: whatever the work left
 		// watching its context is released, before the outcome is seen.
 		j.ctx.cancel(context.Canceled)
-		j.sub.deliverLocked(Outcome{Ref: j.ref, Key: j.key, Kind: kind, Value: value, Panic: panicValue})
+		j.sub.deliverLocked(jobOutcome{ref: j.ref, key: j.key, kind: kind, value: value, panicValue: panicValue})
 	}
 	// Otherwise the job was abandoned earlier, its context cancelled and its
 	// outcome delivered then. Either way its bytes are free only now.

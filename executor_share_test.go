@@ -14,31 +14,31 @@ import (
 type shareWorld struct {
 	t        *testing.T
 	e        *Executor
-	a, b     *Submitter
+	a, b     *submitter
 	ran      chan string
 	blockers []*fakeWork
 }
 
 // block starts a job of s that holds its slot until released.
-func (w *shareWorld) block(s *Submitter, key string) *fakeWork {
+func (w *shareWorld) block(s *submitter, key string) *fakeWork {
 	b := startBlocked(w.t, s, key)
 	w.blockers = append(w.blockers, b)
 	return b
 }
 
 // queue admits a job of s that reports to ran when it runs.
-func (w *shareWorld) queue(s *Submitter, key string, size int) {
+func (w *shareWorld) queue(s *submitter, key string, size int) {
 	w.t.Helper()
-	if _, err := s.SubmitSized(key, size, 0, func(context.Context) any { w.ran <- key; return nil }); err != nil {
+	if _, err := s.submitSized(key, size, 0, func(context.Context) any { w.ran <- key; return nil }); err != nil {
 		w.t.Fatalf("job %s refused: %v", key, err)
 	}
 }
 
 // refused checks that a job of s of size bytes is refused as overloaded.
-func (w *shareWorld) refused(s *Submitter, key string, size int) {
+func (w *shareWorld) refused(s *submitter, key string, size int) {
 	w.t.Helper()
-	if _, err := s.SubmitSized(key, size, 0, returning(nil)); !errors.Is(err, ErrOverloaded) {
-		w.t.Fatalf("job %s: err = %v, want ErrOverloaded", key, err)
+	if _, err := s.submitSized(key, size, 0, returning(nil)); !errors.Is(err, errOverloaded) {
+		w.t.Fatalf("job %s: err = %v, want errOverloaded", key, err)
 	}
 }
 
@@ -70,7 +70,7 @@ func TestWorkConservingShares(t *testing.T) {
 				}
 				w.queue(w.a, "q0", 0)
 				w.queue(w.a, "q1", 0)
-				expectClientStats(w.t, w.a.client, ClientStats{Running: 3, Queued: 2})
+				expectClientStats(w.t, w.a.client, clientStats{running: 3, queued: 2})
 				w.refused(w.a, "q2", 0) // the executor's own limit
 			},
 		},
@@ -82,7 +82,7 @@ func TestWorkConservingShares(t *testing.T) {
 				w.queue(w.a, "q0", 60)
 				w.queue(w.a, "q1", 40)
 				w.refused(w.a, "q2", 1) // the budget itself
-				expectClientStats(w.t, w.a.client, ClientStats{Running: 1, Queued: 2, InflightBytes: 100})
+				expectClientStats(w.t, w.a.client, clientStats{running: 1, queued: 2, inflightBytes: 100})
 			},
 		},
 		{
@@ -128,8 +128,8 @@ func TestWorkConservingShares(t *testing.T) {
 				w.queue(w.a, "q2", 0)
 				w.queue(w.b, "newcomer", 0) // the queue was full: q2 gives way
 				o := receive(w.t, w.a)
-				if o.Key != "q2" || o.Kind != OutcomeRefused {
-					w.t.Fatalf("the flooder's outcome: %s %v, want q2 refused", o.Key, o.Kind)
+				if o.key != "q2" || o.kind != outcomeRefused {
+					w.t.Fatalf("the flooder's outcome: %s %v, want q2 refused", o.key, o.kind)
 				}
 				expectStats(w.t, w.e, 2, 3)
 				w.refused(w.b, "b1", 0) // 2 and 1 queued: the flooder holds one more only
@@ -172,7 +172,7 @@ func TestWorkConservingShares(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newTestExecutor(t, tt.opts)
-			w := &shareWorld{t: t, e: e, a: e.NewSubmitter(), b: e.NewSubmitter(), ran: make(chan string, 16)}
+			w := &shareWorld{t: t, e: e, a: e.newSubmitter(), b: e.newSubmitter(), ran: make(chan string, 16)}
 			tt.run(w)
 			for _, b := range w.blockers {
 				if !isClosed(b.release) {

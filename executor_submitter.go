@@ -1,6 +1,6 @@
 package main
 
-// Submitters: admission of work (Submit and its variants), Cancel, Close,
+// Submitters: admission of work (submitSized and its variants), cancel, close,
 // and the delivery of outcomes to a reader that may be slow.
 
 import (
@@ -11,12 +11,22 @@ import (
 	"time"
 )
 
-// Submitter is one client's handle on a shared Executor. Its methods are safe
+// submitter is one client's handle on a shared Executor. Its methods are safe
 // for concurrent use.
-type Submitter struct {
-	e        *Executor
-	client   *ExecutorClient // whose share its jobs count against; read-only
-	outcomes chan Outcome    // buffered (outcomeBuffer, or initSubmitter's); never closed
+type submitter struct {
+	e      *Executor
+	client *executorClient // whose share its jobs count against; read-only
+	// outcomes delivers exactly one jobOutcome per admitted job until the
+	// submitter (or the executor) is closed; buffered (outcomeBuffer, or
+	// initSubmitter's), never closed. Jobs running at the same time deliver
+	// in no particular order, but a job whose function returns hands its
+	// outcome over before it gives up its slot, so with MaxConcurrency 1 the
+	// outcomes of jobs of one client that complete arrive in the order the
+	// jobs were admitted (while the reader keeps within the buffer; jobs of
+	// several clients start in the order of executorClient's rule).
+	// outcomes waiting for a slow reader are kept, however many, never
+	// dropped, until the submitter closes.
+	outcomes chan jobOutcome
 	// closing is closed (under e.mu) when the submitter closes; it is made
 	// (under e.mu) when the first pump starts, before the pump that reads
 	// it, and never replaced: only a pump waits on it.
@@ -34,63 +44,63 @@ type Submitter struct {
 	pumping bool            // a pump goroutine is draining mailbox
 }
 
-// Submit admits work of size 0 under key: SubmitSized(key, 0, timeout, work).
-func (s *Submitter) Submit(key string, timeout time.Duration, work func(ctx context.Context) any) (ExecutionRef, error) {
-	return s.SubmitSized(key, 0, timeout, work)
+// submitWork admits work of size 0 under key: submitSized(key, 0, timeout, work).
+func (s *submitter) submitWork(key string, timeout time.Duration, work func(ctx context.Context) any) (executionRef, error) {
+	return s.submitSized(key, 0, timeout, work)
 }
 
-// SubmitSized admits work under key. key "" means unkeyed: never a duplicate, not
+// submitSized admits work under key. key "" means unkeyed: never a duplicate, not
 // cancellable by key (e.g. notifications). size is what the job holds in
 // memory while it is admitted, in bytes (for a transport, the length of the
 // message it serves); it counts against MaxInflightBytes from admission
 // until the job leaves the queue without running or its function returns.
 // Errors, in order of precedence:
-// ErrExecutorClosed, ErrSubmitterClosed, ErrDuplicateKey (the key is admitted
-// and its outcome not yet delivered or cancelled), ErrOverloaded (the job
+// ErrExecutorClosed, errSubmitterClosed, errDuplicateKey (the key is admitted
+// and its outcome not yet delivered or cancelled), errOverloaded (the job
 // cannot start and MaxQueue jobs are queued, with no other client's queued
 // job to displace, or its client holds MaxClientQueue while others wait;
 // or size does not fit in what is left of MaxInflightBytes, or of its
 // client's share, while other bytes are in flight). Otherwise the job starts
 // at once (a slot is free and its client runs fewer than
 // MaxClientConcurrency jobs) or is appended to its client's FIFO queue, and
-// exactly one Outcome for it will be delivered unless the submitter or the
+// exactly one jobOutcome for it will be delivered unless the submitter or the
 // executor is closed first; a reader on another goroutine may receive it
-// before Submit returns.
+// before submit returns.
 //
 // timeout 0 uses the executor's default; negative means no deadline. The
 // deadline starts when the job starts running, not when it is queued. work
 // gets a context (without values) cancelled by Cancel, by the deadline
 // (ctx.Err() is then context.DeadlineExceeded), by Close, and when work
-// returns. A nil work or a negative size is an error. SubmitSized never
+// returns. A nil work or a negative size is an error. submitSized never
 // blocks on running work.
-func (s *Submitter) SubmitSized(key string, size int, timeout time.Duration, work func(ctx context.Context) any) (ExecutionRef, error) {
+func (s *submitter) submitSized(key string, size int, timeout time.Duration, work func(ctx context.Context) any) (executionRef, error) {
 	switch {
 	case work == nil:
 		return 0, errNilWork
 	case size < 0:
-		return 0, fmt.Errorf("executor: SubmitSized called with negative size %d", size)
+		return 0, fmt.Errorf("executor: submitSized called with negative size %d", size)
 	}
 	return s.submit(&job{key: key, work: workFunc(work), indexed: key != "", size: size}, timeout)
 }
 
-// SubmitReserved admits work under key as SubmitSized does, its bytes being
+// submitReserved admits work under key as submitSized does, its bytes being
 // those of r instead of a size: they are counted already, so the job is
 // never refused for bytes. The job holds r from admission until it leaves the
 // queue unrun or its function returns; r's bytes are free once the job and
-// the caller (Release) have both let go of it, so the caller may keep them
+// the caller (release) have both let go of it, so the caller may keep them
 // counted after the job, e.g. until an answer is written. r must not be
 // released yet (else an error); it may belong to another client than s.
-func (s *Submitter) SubmitReserved(key string, r *Reservation, timeout time.Duration, work func(ctx context.Context) any) (ExecutionRef, error) {
+func (s *submitter) submitReserved(key string, r *reservation, timeout time.Duration, work func(ctx context.Context) any) (executionRef, error) {
 	switch {
 	case work == nil:
 		return 0, errNilWork
 	case r == nil:
-		return 0, errors.New("executor: SubmitReserved called with a nil Reservation")
+		return 0, errors.New("executor: submitReserved called with a nil reservation")
 	}
 	return s.submit(&job{key: key, work: workFunc(work), indexed: key != "", hold: r}, timeout)
 }
 
-// submit admits j as SubmitSized does. j is a new, zero job record but for
+// submit admits j as submitSized does. j is a new, zero job record but for
 // key, work, indexed, size (≥ 0) or hold, and ctx.values, which the caller
 // sets; it may be part of a larger record
 // of the caller's, so a job costs no allocation of its own. An unindexed job
@@ -98,7 +108,7 @@ func (s *Submitter) SubmitReserved(key string, r *Reservation, timeout time.Dura
 // Outcome: it is never refused as a duplicate, and it is cancelled with
 // cancelJob, not Cancel. That spares a map insert and delete per job to an
 // owner that refuses duplicate keys itself.
-func (s *Submitter) submit(j *job, timeout time.Duration) (ExecutionRef, error) {
+func (s *submitter) submit(j *job, timeout time.Duration) (executionRef, error) {
 	e := s.e
 	if timeout == 0 {
 		timeout = e.timeout
@@ -129,27 +139,15 @@ func (s *Submitter) submit(j *job, timeout time.Duration) (ExecutionRef, error) 
 	return ref, nil
 }
 
-// Outcomes delivers exactly one Outcome per admitted job until the submitter
-// (or the executor) is closed. Jobs running at the same time deliver in no
-// particular order, but a job whose function returns hands its outcome over
-// before it gives up its slot, so with MaxConcurrency 1 the outcomes of jobs
-// of one client that complete arrive in the order the jobs were admitted
-// (while the reader keeps within the channel's buffer; jobs of several
-// clients start in the order of ExecutorClient's rule). The channel is never
-// closed. Outcomes
-// waiting for a slow reader are kept, however many, never dropped, until the
-// submitter closes.
-func (s *Submitter) Outcomes() <-chan Outcome { return s.outcomes }
-
-// Cancel cancels the job admitted under key and reports whether one was found.
+// cancel cancels the job admitted under key and reports whether one was found.
 // A queued job is removed and never runs; a running job's context is
-// cancelled. Either way its OutcomeCancelled is delivered at once (without
+// cancelled. Either way its outcomeCancelled is delivered at once (without
 // waiting for the work to return) and the key is free immediately. A running
 // job keeps its concurrency slot until its function actually returns (Go
 // cannot kill a goroutine), so capacity is never over-admitted; its late
-// return is discarded. Cancel never blocks on delivery: it is safe to call
-// from the goroutine that reads Outcomes.
-func (s *Submitter) Cancel(key string) bool {
+// return is discarded. cancel never blocks on delivery: it is safe to call
+// from the goroutine that reads outcomes.
+func (s *submitter) cancel(key string) bool {
 	if key == "" {
 		return false
 	}
@@ -162,7 +160,7 @@ func (s *Submitter) Cancel(key string) bool {
 // cancelJob cancels j, a job submitted through s, as Cancel does, and reports
 // whether its outcome was still undecided. It is how an unindexed job (see
 // submit) is cancelled.
-func (s *Submitter) cancelJob(j *job) bool {
+func (s *submitter) cancelJob(j *job) bool {
 	e := s.e
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -170,23 +168,23 @@ func (s *Submitter) cancelJob(j *job) bool {
 }
 
 // cancelLocked stops j, unless it is nil or its outcome is decided, and
-// delivers its OutcomeCancelled.
-func (s *Submitter) cancelLocked(j *job) bool {
+// delivers its outcomeCancelled.
+func (s *submitter) cancelLocked(j *job) bool {
 	if j == nil || j.sub != s || (j.state != jobQueued && j.state != jobRunning) {
 		return false
 	}
 	s.e.stopLocked(j)
-	s.deliverLocked(Outcome{Ref: j.ref, Key: j.key, Kind: OutcomeCancelled})
+	s.deliverLocked(jobOutcome{ref: j.ref, key: j.key, kind: outcomeCancelled})
 	return true
 }
 
-// Close cancels all of this submitter's jobs (queued ones are dropped, running
-// ones' contexts are cancelled) and delivers nothing more for them: once Close
-// returns, nothing can be received from Outcomes any more (outcomes still in
+// close cancels all of this submitter's jobs (queued ones are dropped, running
+// ones' contexts are cancelled) and delivers nothing more for them: once close
+// returns, nothing can be received from outcomes any more (outcomes still in
 // the channel's buffer are discarded too). Running functions keep their slots
-// until they return. Submit then fails with ErrSubmitterClosed. Idempotent;
-// safe to call from the goroutine that reads Outcomes.
-func (s *Submitter) Close() {
+// until they return. submit then fails with errSubmitterClosed. Idempotent;
+// safe to call from the goroutine that reads outcomes.
+func (s *submitter) close() {
 	e := s.e
 	e.mu.Lock()
 	if !s.closed {
@@ -199,7 +197,7 @@ func (s *Submitter) Close() {
 // deliverLocked hands o to the submitter's reader without ever blocking: into
 // the channel if it has room, otherwise through the mailbox and its pump. On
 // a closed submitter o is dropped.
-func (s *Submitter) deliverLocked(o Outcome) {
+func (s *submitter) deliverLocked(o jobOutcome) {
 	if s.closed {
 		return
 	}
@@ -219,9 +217,9 @@ func (s *Submitter) deliverLocked(o Outcome) {
 	}
 }
 
-// pump drains the mailbox into the Outcomes channel, blocking on the reader,
+// pump drains the mailbox into the outcomes channel, blocking on the reader,
 // and exits when the mailbox is empty or the submitter closes.
-func (s *Submitter) pump() {
+func (s *submitter) pump() {
 	defer s.e.goroutines.Done()
 	for {
 		o, ok := s.takeMail()
@@ -233,7 +231,7 @@ func (s *Submitter) pump() {
 
 // takeMail pops the oldest mailbox outcome; when there is none (or the
 // submitter closed) it marks the pump stopped and reports false.
-func (s *Submitter) takeMail() (Outcome, bool) {
+func (s *submitter) takeMail() (jobOutcome, bool) {
 	s.e.mu.Lock()
 	defer s.e.mu.Unlock()
 	if !s.closed {
@@ -242,12 +240,12 @@ func (s *Submitter) takeMail() (Outcome, bool) {
 		}
 	}
 	s.pumping = false
-	return Outcome{}, false
+	return jobOutcome{}, false
 }
 
 // sendOrClose blocks until the reader takes o (true) or the submitter closes
 // (false).
-func (s *Submitter) sendOrClose(o Outcome) bool {
+func (s *submitter) sendOrClose(o jobOutcome) bool {
 	s.sendGate.RLock()
 	defer s.sendGate.RUnlock()
 	select {
@@ -266,7 +264,7 @@ func (s *Submitter) sendOrClose(o Outcome) bool {
 // silence finishes closing s: it waits until no send on s.outcomes is in
 // progress (none can start, as s.closing is closed) and then discards what
 // the channel still buffers, so nothing can be received from it afterwards.
-func (s *Submitter) silence() {
+func (s *submitter) silence() {
 	s.sendGate.Lock()
 	s.sendGate.Unlock() // the empty critical section is the point: it waits out the shared holders
 	for {

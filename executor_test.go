@@ -26,42 +26,42 @@ func newTestExecutor(t *testing.T, opts ExecutorOptions) *Executor {
 	return e
 }
 
-func mustSubmit(t *testing.T, s *Submitter, key string, timeout time.Duration, work func(context.Context) any) ExecutionRef {
+func mustSubmit(t *testing.T, s *submitter, key string, timeout time.Duration, work func(context.Context) any) executionRef {
 	t.Helper()
-	ref, err := s.Submit(key, timeout, work)
+	ref, err := s.submitWork(key, timeout, work)
 	if err != nil {
-		t.Fatalf("Submit(%q): %v", key, err)
+		t.Fatalf("submit(%q): %v", key, err)
 	}
 	return ref
 }
 
 // receive returns the submitter's next outcome.
-func receive(t *testing.T, s *Submitter) Outcome {
+func receive(t *testing.T, s *submitter) jobOutcome {
 	t.Helper()
 	select {
-	case o := <-s.Outcomes():
+	case o := <-s.outcomes:
 		return o
 	case <-time.After(failAfter):
 		t.Fatal("no outcome arrived")
-		return Outcome{}
+		return jobOutcome{}
 	}
 }
 
 // expectOutcome receives the next outcome and checks its identity and kind.
-func expectOutcome(t *testing.T, s *Submitter, ref ExecutionRef, key string, kind OutcomeKind) Outcome {
+func expectOutcome(t *testing.T, s *submitter, ref executionRef, key string, kind outcomeKind) jobOutcome {
 	t.Helper()
 	o := receive(t, s)
-	if o.Ref != ref || o.Key != key || o.Kind != kind {
-		t.Fatalf("outcome = {Ref:%d Key:%q Kind:%v}, want {Ref:%d Key:%q Kind:%v}", o.Ref, o.Key, o.Kind, ref, key, kind)
+	if o.ref != ref || o.key != key || o.kind != kind {
+		t.Fatalf("outcome = {Ref:%d Key:%q Kind:%v}, want {Ref:%d Key:%q Kind:%v}", o.ref, o.key, o.kind, ref, key, kind)
 	}
 	return o
 }
 
 // expectNoOutcome fails if an outcome can be received right now.
-func expectNoOutcome(t *testing.T, s *Submitter) {
+func expectNoOutcome(t *testing.T, s *submitter) {
 	t.Helper()
 	select {
-	case o := <-s.Outcomes():
+	case o := <-s.outcomes:
 		t.Fatalf("unexpected outcome %+v", o)
 	default:
 	}
@@ -162,12 +162,17 @@ func TestNewExecutorValidatesOptions(t *testing.T) {
 			ExecutorStats{MaxConcurrency: 4, MaxQueue: 7, MaxInflightBytes: 1000, MaxClientConcurrency: 2, MaxClientQueue: 3, MaxClientInflightBytes: 500}, time.Second},
 		{"a share above its limit is the whole", ExecutorOptions{MaxConcurrency: 4, MaxQueue: 7, MaxInflightBytes: 1000, MaxClientConcurrency: 5, MaxClientQueue: 8, MaxClientInflightBytes: 1001}, false,
 			ExecutorStats{MaxConcurrency: 4, MaxQueue: 7, MaxInflightBytes: 1000, MaxClientConcurrency: 4, MaxClientQueue: 7, MaxClientInflightBytes: 1000}, 30 * time.Second},
-		{"negative queue means none", ExecutorOptions{MaxConcurrency: 1, MaxQueue: -1}, false, ExecutorStats{MaxConcurrency: 1, MaxQueue: 0, MaxInflightBytes: 64 << 20,
+		{"a queue of None", ExecutorOptions{MaxConcurrency: 1, MaxQueue: None}, false, ExecutorStats{MaxConcurrency: 1, MaxQueue: 0, MaxInflightBytes: 64 << 20,
 			MaxClientConcurrency: 1, MaxClientQueue: 0, MaxClientInflightBytes: 64 << 20}, 30 * time.Second},
-		{"negative timeout means none", ExecutorOptions{Timeout: -1}, false, ExecutorStats{MaxConcurrency: 32, MaxQueue: 256, MaxInflightBytes: 64 << 20,
-			MaxClientConcurrency: 32, MaxClientQueue: 256, MaxClientInflightBytes: 64 << 20}, -1},
-		{"negative byte budget means none", ExecutorOptions{MaxInflightBytes: -1, MaxClientInflightBytes: 10}, false, ExecutorStats{MaxConcurrency: 32, MaxQueue: 256,
-			MaxClientConcurrency: 32, MaxClientQueue: 256}, 30 * time.Second},
+		{"an Unlimited queue", ExecutorOptions{MaxQueue: Unlimited, MaxClientQueue: 5}, false, ExecutorStats{MaxConcurrency: 32, MaxQueue: Unlimited, MaxInflightBytes: 64 << 20,
+			MaxClientConcurrency: 32, MaxClientQueue: 5, MaxClientInflightBytes: 64 << 20}, 30 * time.Second},
+		{"an Unlimited timeout", ExecutorOptions{Timeout: Unlimited}, false, ExecutorStats{MaxConcurrency: 32, MaxQueue: 256, MaxInflightBytes: 64 << 20,
+			MaxClientConcurrency: 32, MaxClientQueue: 256, MaxClientInflightBytes: 64 << 20}, Unlimited},
+		{"an Unlimited byte budget has no share", ExecutorOptions{MaxInflightBytes: Unlimited, MaxClientInflightBytes: 10}, false, ExecutorStats{MaxConcurrency: 32, MaxQueue: 256,
+			MaxInflightBytes: Unlimited, MaxClientConcurrency: 32, MaxClientQueue: 256, MaxClientInflightBytes: Unlimited}, 30 * time.Second},
+		{"a queue of -3", ExecutorOptions{MaxQueue: -3}, true, ExecutorStats{}, 0},
+		{"a timeout of -2ns", ExecutorOptions{Timeout: -2}, true, ExecutorStats{}, 0},
+		{"a byte budget of None", ExecutorOptions{MaxInflightBytes: None}, true, ExecutorStats{}, 0},
 		{"negative concurrency", ExecutorOptions{MaxConcurrency: -1}, true, ExecutorStats{}, 0},
 		{"negative client concurrency", ExecutorOptions{MaxClientConcurrency: -1}, true, ExecutorStats{}, 0},
 		{"negative client queue", ExecutorOptions{MaxClientQueue: -1}, true, ExecutorStats{}, 0},
@@ -198,33 +203,33 @@ func TestNewExecutorValidatesOptions(t *testing.T) {
 
 func TestOutcomeKindString(t *testing.T) {
 	tests := []struct {
-		kind OutcomeKind
+		kind outcomeKind
 		want string
 	}{
-		{OutcomeCompleted, "completed"},
-		{OutcomeCancelled, "cancelled"},
-		{OutcomeTimedOut, "timedOut"},
-		{OutcomeFailed, "failed"},
-		{OutcomeRefused, "refused"},
-		{0, "OutcomeKind(0)"},
+		{outcomeCompleted, "completed"},
+		{outcomeCancelled, "cancelled"},
+		{outcomeTimedOut, "timedOut"},
+		{outcomeFailed, "failed"},
+		{outcomeRefused, "refused"},
+		{0, "outcomeKind(0)"},
 	}
 	for _, tc := range tests {
 		if got := tc.kind.String(); got != tc.want {
-			t.Errorf("OutcomeKind(%d).String() = %q, want %q", uint8(tc.kind), got, tc.want)
+			t.Errorf("outcomeKind(%d).String() = %q, want %q", uint8(tc.kind), got, tc.want)
 		}
 	}
 }
 
 func TestQueuedJobsRunInFIFOOrder(t *testing.T) {
 	e := newTestExecutor(t, ExecutorOptions{MaxConcurrency: 1, MaxQueue: 10})
-	s := e.NewSubmitter()
+	s := e.newSubmitter()
 	blocker := newFakeWork("blocker")
 	blockerRef := mustSubmit(t, s, "blocker", 0, blocker.ignoringCtx)
 	waitClosed(t, blocker.started, "blocker start")
 
 	const queued = 5
 	order := make(chan int, queued)
-	refs := make([]ExecutionRef, queued)
+	refs := make([]executionRef, queued)
 	for i := range queued {
 		refs[i] = mustSubmit(t, s, fmt.Sprint("q", i), 0, func(context.Context) any {
 			order <- i
@@ -234,16 +239,16 @@ func TestQueuedJobsRunInFIFOOrder(t *testing.T) {
 	expectStats(t, e, 1, queued)
 	close(blocker.release)
 
-	outcomes := map[ExecutionRef]Outcome{}
+	outcomes := map[executionRef]jobOutcome{}
 	for range queued + 1 {
 		o := receive(t, s)
-		outcomes[o.Ref] = o
+		outcomes[o.ref] = o
 	}
-	if o := outcomes[blockerRef]; o.Kind != OutcomeCompleted || o.Value != "blocker" {
+	if o := outcomes[blockerRef]; o.kind != outcomeCompleted || o.value != "blocker" {
 		t.Errorf("blocker's outcome = %+v", o)
 	}
 	for i, ref := range refs {
-		if o := outcomes[ref]; o.Kind != OutcomeCompleted || o.Value != i {
+		if o := outcomes[ref]; o.kind != outcomeCompleted || o.value != i {
 			t.Errorf("job %d's outcome = %+v", i, o)
 		}
 		if got := <-order; got != i {
@@ -261,7 +266,7 @@ func TestQueuedJobsRunInFIFOOrder(t *testing.T) {
 // slot were freed before the delivery.
 func TestCompletedOutcomeArrivesBeforeLaterAdmittedWork(t *testing.T) {
 	e := newTestExecutor(t, ExecutorOptions{MaxConcurrency: 1})
-	s := e.NewSubmitter()
+	s := e.newSubmitter()
 	returning := make(chan struct{})
 	first := mustSubmit(t, s, "first", 0, func(ctx context.Context) any {
 		for range 5000 {
@@ -272,30 +277,30 @@ func TestCompletedOutcomeArrivesBeforeLaterAdmittedWork(t *testing.T) {
 	})
 	waitClosed(t, returning, "the first job's return")
 	second := mustSubmit(t, s, "second", 0, func(context.Context) any { return "second" })
-	expectOutcome(t, s, first, "first", OutcomeCompleted)
-	expectOutcome(t, s, second, "second", OutcomeCompleted)
+	expectOutcome(t, s, first, "first", outcomeCompleted)
+	expectOutcome(t, s, second, "second", outcomeCompleted)
 }
 
 func TestSubmitRefusesWhenRunningAndQueueAreFull(t *testing.T) {
 	tests := []struct {
 		name     string
 		maxQueue int
-		admitted int // jobs admitted before ErrOverloaded
+		admitted int // jobs admitted before errOverloaded
 	}{
-		{"no queue", -1, 1},
+		{"no queue", None, 1},
 		{"queue of two", 2, 3},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newTestExecutor(t, ExecutorOptions{MaxConcurrency: 1, MaxQueue: tc.maxQueue})
-			s := e.NewSubmitter()
+			s := e.newSubmitter()
 			blocker := newFakeWork(nil)
 			mustSubmit(t, s, "", 0, blocker.ignoringCtx)
 			for range tc.admitted - 1 {
 				mustSubmit(t, s, "", 0, returning(nil))
 			}
-			if _, err := s.Submit("", 0, returning(nil)); !errors.Is(err, ErrOverloaded) {
-				t.Fatalf("Submit over capacity: err = %v, want ErrOverloaded", err)
+			if _, err := s.submitWork("", 0, returning(nil)); !errors.Is(err, errOverloaded) {
+				t.Fatalf("submit over capacity: err = %v, want errOverloaded", err)
 			}
 			expectStats(t, e, 1, tc.admitted-1)
 
@@ -310,15 +315,34 @@ func TestSubmitRefusesWhenRunningAndQueueAreFull(t *testing.T) {
 	}
 }
 
+// An Unlimited queue admits every job that cannot start, beyond the
+// default queue's 256, while the byte budget has room.
+func TestUnlimitedQueueAdmitsEveryJob(t *testing.T) {
+	const queued = defaultMaxQueue + 100
+	e := newTestExecutor(t, ExecutorOptions{MaxConcurrency: 1, MaxQueue: Unlimited})
+	s := e.newSubmitter()
+	blocker := newFakeWork(nil)
+	mustSubmit(t, s, "", 0, blocker.ignoringCtx)
+	for range queued {
+		mustSubmit(t, s, "", 0, returning(nil))
+	}
+	expectStats(t, e, 1, queued)
+	close(blocker.release)
+	for range queued + 1 {
+		receive(t, s)
+	}
+	expectStats(t, e, 0, 0)
+}
+
 func TestSubmitRefusesDuplicateKey(t *testing.T) {
 	e := newTestExecutor(t, ExecutorOptions{MaxConcurrency: 1})
-	s := e.NewSubmitter()
+	s := e.newSubmitter()
 	blocker := newFakeWork(nil)
 	mustSubmit(t, s, "running", 0, blocker.ignoringCtx)
 	mustSubmit(t, s, "queued", 0, returning(nil))
 	for _, key := range []string{"running", "queued"} {
-		if _, err := s.Submit(key, 0, returning(nil)); !errors.Is(err, ErrDuplicateKey) {
-			t.Errorf("Submit(%q) again: err = %v, want ErrDuplicateKey", key, err)
+		if _, err := s.submitWork(key, 0, returning(nil)); !errors.Is(err, errDuplicateKey) {
+			t.Errorf("submit(%q) again: err = %v, want errDuplicateKey", key, err)
 		}
 	}
 	// Unkeyed jobs are never duplicates.
@@ -333,25 +357,25 @@ func TestSubmitRefusesDuplicateKey(t *testing.T) {
 
 func TestKeyIsFreeRightAfterCancelAndAfterItsOutcome(t *testing.T) {
 	e := newTestExecutor(t, ExecutorOptions{MaxConcurrency: 2})
-	s := e.NewSubmitter()
+	s := e.newSubmitter()
 	first := newFakeWork(nil)
 	firstRef := mustSubmit(t, s, "k", 0, first.ignoringCtx)
 	waitClosed(t, first.started, "first start")
 
-	if !s.Cancel("k") {
+	if !s.cancel("k") {
 		t.Fatal("Cancel(k) found no job")
 	}
 	second := newFakeWork("second")
 	secondRef := mustSubmit(t, s, "k", 0, second.ignoringCtx) // admitted before the cancelled work returned
-	expectOutcome(t, s, firstRef, "k", OutcomeCancelled)
+	expectOutcome(t, s, firstRef, "k", outcomeCancelled)
 
 	close(second.release)
-	expectOutcome(t, s, secondRef, "k", OutcomeCompleted)
-	if s.Cancel("k") {
+	expectOutcome(t, s, secondRef, "k", outcomeCompleted)
+	if s.cancel("k") {
 		t.Error("Cancel(k) after its outcome found a job")
 	}
 	thirdRef := mustSubmit(t, s, "k", 0, returning("third"))
-	expectOutcome(t, s, thirdRef, "k", OutcomeCompleted)
+	expectOutcome(t, s, thirdRef, "k", outcomeCompleted)
 	close(first.release)
 }
 
@@ -359,7 +383,7 @@ func TestKeyIsFreeRightAfterCancelAndAfterItsOutcome(t *testing.T) {
 // outcome only: it is no duplicate, Cancel does not find it, cancelJob does.
 func TestUnindexedJobIsCancelledByRecordNotByKey(t *testing.T) {
 	e := newTestExecutor(t, ExecutorOptions{MaxConcurrency: 1})
-	s := e.NewSubmitter()
+	s := e.newSubmitter()
 	running, queued := newFakeWork(nil), newFakeWork(nil)
 	runningJob := &job{key: "k", work: workFunc(running.ignoringCtx)}
 	queuedJob := &job{key: "k", work: workFunc(queued.ignoringCtx)}
@@ -376,21 +400,21 @@ func TestUnindexedJobIsCancelledByRecordNotByKey(t *testing.T) {
 	indexedRef := mustSubmit(t, s, "k", 0, returning(nil))
 	expectStats(t, e, 1, 2)
 
-	if !s.Cancel("k") {
+	if !s.cancel("k") {
 		t.Fatal("Cancel(k) did not find the indexed job")
 	}
-	expectOutcome(t, s, indexedRef, "k", OutcomeCancelled)
-	if s.Cancel("k") {
+	expectOutcome(t, s, indexedRef, "k", outcomeCancelled)
+	if s.cancel("k") {
 		t.Error("Cancel(k) found an unindexed job")
 	}
 	if !s.cancelJob(queuedJob) {
 		t.Fatal("cancelJob(queued) found nothing")
 	}
-	expectOutcome(t, s, queuedRef, "k", OutcomeCancelled)
+	expectOutcome(t, s, queuedRef, "k", outcomeCancelled)
 	if !s.cancelJob(runningJob) {
 		t.Fatal("cancelJob(running) found nothing")
 	}
-	expectOutcome(t, s, runningRef, "k", OutcomeCancelled)
+	expectOutcome(t, s, runningRef, "k", outcomeCancelled)
 	if s.cancelJob(runningJob) || s.cancelJob(queuedJob) {
 		t.Error("cancelJob found a job whose outcome was delivered")
 	}
@@ -401,8 +425,8 @@ func TestUnindexedJobIsCancelledByRecordNotByKey(t *testing.T) {
 	if err != nil {
 		t.Fatalf("submit after the cancellations: %v", err)
 	}
-	if o := expectOutcome(t, s, doneRef, "k", OutcomeCompleted); o.Value != "done" {
-		t.Errorf("Value = %v, want done", o.Value)
+	if o := expectOutcome(t, s, doneRef, "k", outcomeCompleted); o.value != "done" {
+		t.Errorf("Value = %v, want done", o.value)
 	}
 	expectNoOutcome(t, s)
 	if isClosed(queued.started) {
@@ -412,7 +436,7 @@ func TestUnindexedJobIsCancelledByRecordNotByKey(t *testing.T) {
 
 func TestCancelQueuedJobDeliversAtOnceAndNeverRunsIt(t *testing.T) {
 	e := newTestExecutor(t, ExecutorOptions{MaxConcurrency: 1})
-	s := e.NewSubmitter()
+	s := e.newSubmitter()
 	blocker := newFakeWork(nil)
 	blockerRef := mustSubmit(t, s, "blocker", 0, blocker.ignoringCtx)
 	waitClosed(t, blocker.started, "blocker start")
@@ -421,15 +445,15 @@ func TestCancelQueuedJobDeliversAtOnceAndNeverRunsIt(t *testing.T) {
 	// The job after the cancelled one shows where the cancelled one would have run.
 	afterRef := mustSubmit(t, s, "after", 0, returning(nil))
 
-	if !s.Cancel("queued") {
+	if !s.cancel("queued") {
 		t.Fatal("Cancel(queued) found no job")
 	}
-	expectOutcome(t, s, queuedRef, "queued", OutcomeCancelled)
+	expectOutcome(t, s, queuedRef, "queued", outcomeCancelled)
 	expectStats(t, e, 1, 1)
 
 	close(blocker.release)
-	expectOutcome(t, s, blockerRef, "blocker", OutcomeCompleted)
-	expectOutcome(t, s, afterRef, "after", OutcomeCompleted)
+	expectOutcome(t, s, blockerRef, "blocker", outcomeCompleted)
+	expectOutcome(t, s, afterRef, "after", outcomeCompleted)
 	if isClosed(ran) {
 		t.Error("the cancelled queued job ran")
 	}
@@ -443,50 +467,50 @@ func expectBytes(t *testing.T, e *Executor, want int) {
 	}
 }
 
-func mustSubmitSized(t *testing.T, s *Submitter, key string, size int, work func(context.Context) any) ExecutionRef {
+func mustSubmitSized(t *testing.T, s *submitter, key string, size int, work func(context.Context) any) executionRef {
 	t.Helper()
-	ref, err := s.SubmitSized(key, size, 0, work)
+	ref, err := s.submitSized(key, size, 0, work)
 	if err != nil {
-		t.Fatalf("SubmitSized(%q, %d): %v", key, size, err)
+		t.Fatalf("submitSized(%q, %d): %v", key, size, err)
 	}
 	return ref
 }
 
 // The sizes of queued and running jobs count against MaxInflightBytes; a job
-// that does not fit is refused with ErrOverloaded. A queued job's bytes are
+// that does not fit is refused with errOverloaded. A queued job's bytes are
 // free when it is cancelled, a running job's only when its function
 // returns, after a cancellation or a timeout too. Size 0 always fits.
 func TestInflightBytesBoundAdmission(t *testing.T) {
 	e := newTestExecutor(t, ExecutorOptions{MaxConcurrency: 1, MaxInflightBytes: 100})
-	s := e.NewSubmitter()
+	s := e.newSubmitter()
 	first := newFakeWork(nil)
 	firstRef := mustSubmitSized(t, s, "first", 60, first.ignoringCtx)
 	waitClosed(t, first.started, "first start")
 	queued := newFakeWork(nil)
 	queuedRef := mustSubmitSized(t, s, "queued", 40, queued.ignoringCtx)
 	expectBytes(t, e, 100)
-	if _, err := s.SubmitSized("over", 1, 0, returning(nil)); !errors.Is(err, ErrOverloaded) {
-		t.Fatalf("SubmitSized over the byte budget: err = %v, want ErrOverloaded", err)
+	if _, err := s.submitSized("over", 1, 0, returning(nil)); !errors.Is(err, errOverloaded) {
+		t.Fatalf("submitSized over the byte budget: err = %v, want errOverloaded", err)
 	}
 	zero := mustSubmit(t, s, "zero", 0, returning(nil)) // size 0: always fits
-	if !s.Cancel("zero") {
+	if !s.cancel("zero") {
 		t.Fatal("Cancel(zero) found no job")
 	}
-	expectOutcome(t, s, zero, "zero", OutcomeCancelled)
+	expectOutcome(t, s, zero, "zero", outcomeCancelled)
 
-	if !s.Cancel("queued") {
+	if !s.cancel("queued") {
 		t.Fatal("Cancel(queued) found no job")
 	}
-	expectOutcome(t, s, queuedRef, "queued", OutcomeCancelled)
+	expectOutcome(t, s, queuedRef, "queued", outcomeCancelled)
 	expectBytes(t, e, 60) // a queued job's bytes are free at once
 
-	if !s.Cancel("first") {
+	if !s.cancel("first") {
 		t.Fatal("Cancel(first) found no job")
 	}
-	expectOutcome(t, s, firstRef, "first", OutcomeCancelled)
+	expectOutcome(t, s, firstRef, "first", outcomeCancelled)
 	expectBytes(t, e, 60) // still running: its bytes are held until it returns
-	if _, err := s.SubmitSized("over", 41, 0, returning(nil)); !errors.Is(err, ErrOverloaded) {
-		t.Fatalf("SubmitSized while a cancelled job holds its bytes: err = %v, want ErrOverloaded", err)
+	if _, err := s.submitSized("over", 41, 0, returning(nil)); !errors.Is(err, errOverloaded) {
+		t.Fatalf("submitSized while a cancelled job holds its bytes: err = %v, want errOverloaded", err)
 	}
 	next := newFakeWork(nil)
 	nextRef := mustSubmitSized(t, s, "next", 40, next.ignoringCtx)
@@ -494,7 +518,7 @@ func TestInflightBytesBoundAdmission(t *testing.T) {
 	waitClosed(t, next.started, "next start") // first returned before next got its slot
 	expectBytes(t, e, 40)
 	close(next.release)
-	expectOutcome(t, s, nextRef, "next", OutcomeCompleted)
+	expectOutcome(t, s, nextRef, "next", outcomeCompleted)
 	expectStats(t, e, 0, 0)
 	expectBytes(t, e, 0)
 }
@@ -502,16 +526,16 @@ func TestInflightBytesBoundAdmission(t *testing.T) {
 // A timed-out job keeps its bytes until its function returns.
 func TestTimedOutJobHoldsItsBytesUntilItReturns(t *testing.T) {
 	e := newTestExecutor(t, ExecutorOptions{MaxConcurrency: 1, MaxInflightBytes: 100})
-	s := e.NewSubmitter()
+	s := e.newSubmitter()
 	slow := newFakeWork(nil)
-	ref, err := s.SubmitSized("slow", 100, time.Nanosecond, slow.ignoringCtx)
+	ref, err := s.submitSized("slow", 100, time.Nanosecond, slow.ignoringCtx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	expectOutcome(t, s, ref, "slow", OutcomeTimedOut)
+	expectOutcome(t, s, ref, "slow", outcomeTimedOut)
 	expectBytes(t, e, 100)
-	if _, err := s.SubmitSized("other", 1, 0, returning(nil)); !errors.Is(err, ErrOverloaded) {
-		t.Fatalf("SubmitSized while a timed-out job holds the budget: err = %v, want ErrOverloaded", err)
+	if _, err := s.submitSized("other", 1, 0, returning(nil)); !errors.Is(err, errOverloaded) {
+		t.Fatalf("submitSized while a timed-out job holds the budget: err = %v, want errOverloaded", err)
 	}
 	// after gets the slot in the critical section that settles slow's
 	// return, so once it started slow's bytes are free.
@@ -529,39 +553,39 @@ func TestTimedOutJobHoldsItsBytesUntilItReturns(t *testing.T) {
 // are in flight.
 func TestJobLargerThanTheBudgetRunsAlone(t *testing.T) {
 	e := newTestExecutor(t, ExecutorOptions{MaxInflightBytes: 10})
-	s := e.NewSubmitter()
+	s := e.newSubmitter()
 	big := newFakeWork(nil)
 	bigRef := mustSubmitSized(t, s, "big", 50, big.ignoringCtx)
 	expectBytes(t, e, 50)
-	if _, err := s.SubmitSized("small", 1, 0, returning(nil)); !errors.Is(err, ErrOverloaded) {
-		t.Fatalf("SubmitSized beside an over-budget job: err = %v, want ErrOverloaded", err)
+	if _, err := s.submitSized("small", 1, 0, returning(nil)); !errors.Is(err, errOverloaded) {
+		t.Fatalf("submitSized beside an over-budget job: err = %v, want errOverloaded", err)
 	}
 	close(big.release)
-	expectOutcome(t, s, bigRef, "big", OutcomeCompleted)
+	expectOutcome(t, s, bigRef, "big", outcomeCompleted)
 
 	small := newFakeWork(nil)
 	smallRef := mustSubmitSized(t, s, "small", 1, small.ignoringCtx)
-	if _, err := s.SubmitSized("big", 50, 0, returning(nil)); !errors.Is(err, ErrOverloaded) {
-		t.Fatalf("SubmitSized of an over-budget job beside another: err = %v, want ErrOverloaded", err)
+	if _, err := s.submitSized("big", 50, 0, returning(nil)); !errors.Is(err, errOverloaded) {
+		t.Fatalf("submitSized of an over-budget job beside another: err = %v, want errOverloaded", err)
 	}
 	close(small.release)
-	expectOutcome(t, s, smallRef, "small", OutcomeCompleted)
-	if _, err := s.SubmitSized("bad", -1, 0, returning(nil)); err == nil {
-		t.Fatal("SubmitSized with a negative size was admitted")
+	expectOutcome(t, s, smallRef, "small", outcomeCompleted)
+	if _, err := s.submitSized("bad", -1, 0, returning(nil)); err == nil {
+		t.Fatal("submitSized with a negative size was admitted")
 	}
 }
 
 func TestCancelRunningJobDeliversAtOnceButHoldsItsSlot(t *testing.T) {
 	e := newTestExecutor(t, ExecutorOptions{MaxConcurrency: 1})
-	s := e.NewSubmitter()
+	s := e.newSubmitter()
 	old := newFakeWork("late result")
 	oldRef := mustSubmit(t, s, "old", 0, old.ignoringCtx)
 	waitClosed(t, old.started, "old start")
 
-	if !s.Cancel("old") {
+	if !s.cancel("old") {
 		t.Fatal("Cancel(old) found no job")
 	}
-	expectOutcome(t, s, oldRef, "old", OutcomeCancelled)
+	expectOutcome(t, s, oldRef, "old", outcomeCancelled)
 	if err := old.ctx.Err(); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled job's ctx.Err() = %v, want context.Canceled", err)
 	}
@@ -576,13 +600,13 @@ func TestCancelRunningJobDeliversAtOnceButHoldsItsSlot(t *testing.T) {
 	close(old.release)
 	waitClosed(t, next.started, "next start after the cancelled function returned")
 	close(next.release)
-	o := expectOutcome(t, s, nextRef, "next", OutcomeCompleted)
-	if o.Value != "next" {
-		t.Errorf("next returned %v", o.Value)
+	o := expectOutcome(t, s, nextRef, "next", outcomeCompleted)
+	if o.value != "next" {
+		t.Errorf("next returned %v", o.value)
 	}
 	// The cancelled job's late return was settled before next started.
 	expectNoOutcome(t, s)
-	if s.Cancel("old") {
+	if s.cancel("old") {
 		t.Error("Cancel(old) found the job twice")
 	}
 }
@@ -590,7 +614,7 @@ func TestCancelRunningJobDeliversAtOnceButHoldsItsSlot(t *testing.T) {
 func TestDeadlineStartsWhenTheJobStartsNotWhenQueued(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newTestExecutor(t, ExecutorOptions{MaxConcurrency: 1})
-		s := e.NewSubmitter()
+		s := e.newSubmitter()
 		t0 := time.Now()
 
 		first := newFakeWork(nil)
@@ -599,7 +623,7 @@ func TestDeadlineStartsWhenTheJobStartsNotWhenQueued(t *testing.T) {
 		second := newFakeWork(nil)
 		secondRef := mustSubmit(t, s, "second", 20*time.Millisecond, second.honouringCtx)
 
-		expectOutcome(t, s, firstRef, "first", OutcomeTimedOut)
+		expectOutcome(t, s, firstRef, "first", outcomeTimedOut)
 		waitClosed(t, second.started, "second start")
 		startedAt := time.Since(t0)
 		if startedAt != 100*time.Millisecond {
@@ -610,7 +634,7 @@ func TestDeadlineStartsWhenTheJobStartsNotWhenQueued(t *testing.T) {
 			t.Errorf("second's deadline = %v (set %v), want 120ms after submission", deadline.Sub(t0), ok)
 		}
 
-		expectOutcome(t, s, secondRef, "second", OutcomeTimedOut)
+		expectOutcome(t, s, secondRef, "second", outcomeTimedOut)
 		if got := time.Since(t0); got != 120*time.Millisecond {
 			t.Errorf("second timed out after %v, want 120ms", got)
 		}
@@ -624,13 +648,13 @@ func TestDeadlineStartsWhenTheJobStartsNotWhenQueued(t *testing.T) {
 func TestTimeoutOfJobIgnoringItsContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newTestExecutor(t, ExecutorOptions{MaxConcurrency: 1})
-		s := e.NewSubmitter()
+		s := e.newSubmitter()
 		t0 := time.Now()
 		stuck := newFakeWork("late")
 		stuckRef := mustSubmit(t, s, "k", 20*time.Millisecond, stuck.ignoringCtx)
 		waitClosed(t, stuck.started, "start")
 
-		expectOutcome(t, s, stuckRef, "k", OutcomeTimedOut)
+		expectOutcome(t, s, stuckRef, "k", outcomeTimedOut)
 		if got := time.Since(t0); got != 20*time.Millisecond {
 			t.Errorf("timed out after %v, want 20ms", got)
 		}
@@ -648,7 +672,7 @@ func TestTimeoutOfJobIgnoringItsContext(t *testing.T) {
 		close(stuck.release)
 		waitClosed(t, next.started, "next start")
 		close(next.release)
-		expectOutcome(t, s, nextRef, "k", OutcomeCompleted)
+		expectOutcome(t, s, nextRef, "k", outcomeCompleted)
 		expectNoOutcome(t, s)
 	})
 }
@@ -656,11 +680,11 @@ func TestTimeoutOfJobIgnoringItsContext(t *testing.T) {
 func TestEachJobTimesOutAtItsOwnDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newTestExecutor(t, ExecutorOptions{})
-		s := e.NewSubmitter()
+		s := e.newSubmitter()
 		t0 := time.Now()
-		expectTimedOutAt := func(ref ExecutionRef, key string, at time.Duration) {
+		expectTimedOutAt := func(ref executionRef, key string, at time.Duration) {
 			t.Helper()
-			expectOutcome(t, s, ref, key, OutcomeTimedOut)
+			expectOutcome(t, s, ref, key, outcomeTimedOut)
 			if got := time.Since(t0); got != at {
 				t.Errorf("%s timed out after %v, want %v", key, got, at)
 			}
@@ -674,18 +698,18 @@ func TestEachJobTimesOutAtItsOwnDeadline(t *testing.T) {
 		quick := newFakeWork("quick")
 		quickRef := mustSubmit(t, s, "quick", 20*time.Millisecond, quick.ignoringCtx)
 		close(quick.release)
-		expectOutcome(t, s, quickRef, "quick", OutcomeCompleted)
+		expectOutcome(t, s, quickRef, "quick", outcomeCompleted)
 		expectTimedOutAt(long, "long", 100*time.Millisecond)
 
 		// Jobs with the same deadline time out together.
 		a := mustSubmit(t, s, "a", 50*time.Millisecond, (newFakeWork(nil)).honouringCtx)
 		b := mustSubmit(t, s, "b", 50*time.Millisecond, (newFakeWork(nil)).honouringCtx)
-		got := map[ExecutionRef]OutcomeKind{}
+		got := map[executionRef]outcomeKind{}
 		for range 2 {
 			o := receive(t, s)
-			got[o.Ref] = o.Kind
+			got[o.ref] = o.kind
 		}
-		if got[a] != OutcomeTimedOut || got[b] != OutcomeTimedOut || time.Since(t0) != 150*time.Millisecond {
+		if got[a] != outcomeTimedOut || got[b] != outcomeTimedOut || time.Since(t0) != 150*time.Millisecond {
 			t.Errorf("after %v: outcomes %v, want both timed out after 150ms", time.Since(t0), got)
 		}
 	})
@@ -694,7 +718,7 @@ func TestEachJobTimesOutAtItsOwnDeadline(t *testing.T) {
 func TestWorkReturningAtItsDeadlineIsTimedOut(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newTestExecutor(t, ExecutorOptions{MaxConcurrency: 100})
-		s := e.NewSubmitter()
+		s := e.newSubmitter()
 		// Each function returns as soon as its deadline cancels its context,
 		// racing the executor's own deadline timer; the outcome must not
 		// depend on which wins.
@@ -706,8 +730,8 @@ func TestWorkReturningAtItsDeadlineIsTimedOut(t *testing.T) {
 			})
 		}
 		for range jobs {
-			if o := receive(t, s); o.Kind != OutcomeTimedOut || o.Value != nil {
-				t.Fatalf("outcome %v with value %v, want timedOut without a value", o.Kind, o.Value)
+			if o := receive(t, s); o.kind != outcomeTimedOut || o.value != nil {
+				t.Fatalf("outcome %v with value %v, want timedOut without a value", o.kind, o.value)
 			}
 		}
 	})
@@ -717,19 +741,19 @@ func TestJobContextCancelsContextsDerivedFromIt(t *testing.T) {
 	tests := []struct {
 		name    string
 		timeout time.Duration
-		end     func(s *Submitter, w *fakeWork) // ends the job while its work runs
+		end     func(s *submitter, w *fakeWork) // ends the job while its work runs
 		wantErr error
 	}{
-		{"Cancel", -1, func(s *Submitter, _ *fakeWork) { s.Cancel("k") }, context.Canceled},
-		{"deadline", 10 * time.Millisecond, func(*Submitter, *fakeWork) {}, context.DeadlineExceeded},
-		{"Close", -1, func(s *Submitter, _ *fakeWork) { s.Close() }, context.Canceled},
-		{"return", -1, func(_ *Submitter, w *fakeWork) { close(w.release) }, context.Canceled},
+		{"Cancel", -1, func(s *submitter, _ *fakeWork) { s.cancel("k") }, context.Canceled},
+		{"deadline", 10 * time.Millisecond, func(*submitter, *fakeWork) {}, context.DeadlineExceeded},
+		{"Close", -1, func(s *submitter, _ *fakeWork) { s.close() }, context.Canceled},
+		{"return", -1, func(_ *submitter, w *fakeWork) { close(w.release) }, context.Canceled},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				e := newTestExecutor(t, ExecutorOptions{})
-				s := e.NewSubmitter()
+				s := e.newSubmitter()
 				w := newFakeWork(nil)
 				mustSubmit(t, s, "k", tc.timeout, w.ignoringCtx)
 				waitClosed(t, w.started, "start")
@@ -777,7 +801,7 @@ func TestJobContextCancelsContextsDerivedFromIt(t *testing.T) {
 func TestNegativeTimeoutMeansNoDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newTestExecutor(t, ExecutorOptions{Timeout: time.Millisecond})
-		s := e.NewSubmitter()
+		s := e.newSubmitter()
 		endless := newFakeWork("done")
 		endlessRef := mustSubmit(t, s, "endless", -1, endless.ignoringCtx)
 		waitClosed(t, endless.started, "start")
@@ -787,10 +811,10 @@ func TestNegativeTimeoutMeansNoDeadline(t *testing.T) {
 		// Five seconds of fake time pass: the endless job, had it the 1ms default, would time out first.
 		later := newFakeWork(nil)
 		laterRef := mustSubmit(t, s, "later", 5*time.Second, later.honouringCtx)
-		expectOutcome(t, s, laterRef, "later", OutcomeTimedOut)
+		expectOutcome(t, s, laterRef, "later", outcomeTimedOut)
 		expectNoOutcome(t, s)
 		close(endless.release)
-		expectOutcome(t, s, endlessRef, "endless", OutcomeCompleted)
+		expectOutcome(t, s, endlessRef, "endless", outcomeCompleted)
 	})
 }
 
@@ -808,7 +832,7 @@ func TestFailingWorkBecomesFailedAndTheExecutorKeepsServing(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newTestExecutor(t, ExecutorOptions{MaxConcurrency: 1})
-			s := e.NewSubmitter()
+			s := e.newSubmitter()
 			release := make(chan struct{})
 			failingRef := mustSubmit(t, s, "failing", 0, func(context.Context) any {
 				<-release
@@ -819,13 +843,13 @@ func TestFailingWorkBecomesFailedAndTheExecutorKeepsServing(t *testing.T) {
 			nextRef := mustSubmit(t, s, "next", 0, returning("next"))
 			close(release)
 
-			o := expectOutcome(t, s, failingRef, "failing", OutcomeFailed)
-			if o.Panic != tc.wantPanic || o.Value != nil {
-				t.Errorf("failed outcome: Panic %v, Value %v; want Panic %v, Value nil", o.Panic, o.Value, tc.wantPanic)
+			o := expectOutcome(t, s, failingRef, "failing", outcomeFailed)
+			if o.panicValue != tc.wantPanic || o.value != nil {
+				t.Errorf("failed outcome: Panic %v, Value %v; want Panic %v, Value nil", o.panicValue, o.value, tc.wantPanic)
 			}
-			expectOutcome(t, s, nextRef, "next", OutcomeCompleted)
+			expectOutcome(t, s, nextRef, "next", outcomeCompleted)
 			again := mustSubmit(t, s, "failing", 0, returning(nil))
-			expectOutcome(t, s, again, "failing", OutcomeCompleted)
+			expectOutcome(t, s, again, "failing", outcomeCompleted)
 			expectStats(t, e, 0, 0)
 		})
 	}
@@ -833,7 +857,7 @@ func TestFailingWorkBecomesFailedAndTheExecutorKeepsServing(t *testing.T) {
 
 func TestSubmittersShareAnExecutorWithoutKeyCollisions(t *testing.T) {
 	e := newTestExecutor(t, ExecutorOptions{MaxConcurrency: 4})
-	a, b := e.NewSubmitter(), e.NewSubmitter()
+	a, b := e.newSubmitter(), e.newSubmitter()
 	wa, wb := newFakeWork("from a"), newFakeWork("from b")
 	refA := mustSubmit(t, a, "1", 0, wa.ignoringCtx)
 	refB := mustSubmit(t, b, "1", 0, wb.ignoringCtx)
@@ -842,21 +866,21 @@ func TestSubmittersShareAnExecutorWithoutKeyCollisions(t *testing.T) {
 	if refA == refB {
 		t.Fatalf("both submitters got ref %d", refA)
 	}
-	if _, err := b.Submit("1", 0, returning(nil)); !errors.Is(err, ErrDuplicateKey) {
-		t.Errorf("duplicate on b: err = %v, want ErrDuplicateKey", err)
+	if _, err := b.submitWork("1", 0, returning(nil)); !errors.Is(err, errDuplicateKey) {
+		t.Errorf("duplicate on b: err = %v, want errDuplicateKey", err)
 	}
 
-	if !a.Cancel("1") {
+	if !a.cancel("1") {
 		t.Fatal("a.Cancel(1) found no job")
 	}
-	expectOutcome(t, a, refA, "1", OutcomeCancelled)
+	expectOutcome(t, a, refA, "1", outcomeCancelled)
 	if isClosed(wb.ctx.Done()) {
 		t.Error("cancelling a's key 1 cancelled b's job")
 	}
 	close(wb.release)
-	o := expectOutcome(t, b, refB, "1", OutcomeCompleted)
-	if o.Value != "from b" {
-		t.Errorf("b got value %v", o.Value)
+	o := expectOutcome(t, b, refB, "1", outcomeCompleted)
+	if o.value != "from b" {
+		t.Errorf("b got value %v", o.value)
 	}
 	close(wa.release)
 	expectNoOutcome(t, a)
@@ -865,7 +889,7 @@ func TestSubmittersShareAnExecutorWithoutKeyCollisions(t *testing.T) {
 
 func TestSubmitterCloseDeliversNothingMoreAndFreesCapacityOnReturn(t *testing.T) {
 	e := newTestExecutor(t, ExecutorOptions{MaxConcurrency: 1, MaxQueue: 1})
-	closing, other := e.NewSubmitter(), e.NewSubmitter()
+	closing, other := e.newSubmitter(), e.newSubmitter()
 	// done's outcome is delivered (buffered, unread) before running starts
 	// on the slot done leaves.
 	done := newFakeWork(nil)
@@ -878,12 +902,12 @@ func TestSubmitterCloseDeliversNothingMoreAndFreesCapacityOnReturn(t *testing.T)
 	queuedRan := make(chan struct{})
 	mustSubmit(t, closing, "", 0, func(context.Context) any { close(queuedRan); return nil })
 
-	closing.Close()
-	closing.Close() // idempotent
-	if _, err := closing.Submit("new", 0, returning(nil)); !errors.Is(err, ErrSubmitterClosed) {
-		t.Errorf("Submit after Close: err = %v, want ErrSubmitterClosed", err)
+	closing.close()
+	closing.close() // idempotent
+	if _, err := closing.submitWork("new", 0, returning(nil)); !errors.Is(err, errSubmitterClosed) {
+		t.Errorf("submit after Close: err = %v, want errSubmitterClosed", err)
 	}
-	if closing.Cancel("running") {
+	if closing.cancel("running") {
 		t.Error("Cancel after Close found a job")
 	}
 	if !errors.Is(running.ctx.Err(), context.Canceled) {
@@ -899,7 +923,7 @@ func TestSubmitterCloseDeliversNothingMoreAndFreesCapacityOnReturn(t *testing.T)
 	close(running.release)
 	waitClosed(t, otherWork.started, "the other submitter's job start")
 	close(otherWork.release)
-	expectOutcome(t, other, otherRef, "running", OutcomeCompleted)
+	expectOutcome(t, other, otherRef, "running", outcomeCompleted)
 	expectNoOutcome(t, closing)
 	if isClosed(queuedRan) {
 		t.Error("a queued job of the closed submitter ran")
@@ -908,7 +932,7 @@ func TestSubmitterCloseDeliversNothingMoreAndFreesCapacityOnReturn(t *testing.T)
 
 func TestExecutorCloseCancelsEverythingAndDeliversNothing(t *testing.T) {
 	e := newTestExecutor(t, ExecutorOptions{MaxConcurrency: 2})
-	a, b := e.NewSubmitter(), e.NewSubmitter()
+	a, b := e.newSubmitter(), e.newSubmitter()
 	honouring, ignoring := newFakeWork(nil), newFakeWork(nil)
 	mustSubmit(t, a, "h", 0, honouring.honouringCtx)
 	mustSubmit(t, b, "i", 0, ignoring.ignoringCtx)
@@ -918,13 +942,13 @@ func TestExecutorCloseCancelsEverythingAndDeliversNothing(t *testing.T) {
 	expectStats(t, e, 2, 1)
 
 	e.Close()
-	if !isClosed(e.Done()) {
-		t.Fatal("Done is not closed after Close")
+	if !isClosed(e.done) {
+		t.Fatal("done is not closed after Close")
 	}
 	e.Close() // idempotent
-	for _, s := range []*Submitter{a, b, e.NewSubmitter()} {
-		if _, err := s.Submit("x", 0, returning(nil)); !errors.Is(err, ErrExecutorClosed) {
-			t.Errorf("Submit after executor Close: err = %v, want ErrExecutorClosed", err)
+	for _, s := range []*submitter{a, b, e.newSubmitter()} {
+		if _, err := s.submitWork("x", 0, returning(nil)); !errors.Is(err, ErrExecutorClosed) {
+			t.Errorf("submit after executor Close: err = %v, want ErrExecutorClosed", err)
 		}
 	}
 	waitClosed(t, honouring.returned, "the honouring function's return")
@@ -943,11 +967,11 @@ func TestExecutorCloseCancelsEverythingAndDeliversNothing(t *testing.T) {
 
 func TestSlowReaderLosesNoOutcomeAndCancelNeverBlocks(t *testing.T) {
 	e := newTestExecutor(t, ExecutorOptions{MaxConcurrency: 4, MaxQueue: 200})
-	s := e.NewSubmitter()
+	s := e.newSubmitter()
 	const jobs = 2 * outcomeBuffer
 	// Twice, so the second round needs a new pump after the first one drained the mailbox.
 	for round := range 2 {
-		want := make(map[ExecutionRef]bool, jobs+1)
+		want := make(map[executionRef]bool, jobs+1)
 		returned := make(chan struct{}, jobs)
 		for range jobs {
 			ref := mustSubmit(t, s, "", 0, func(context.Context) any { returned <- struct{}{}; return nil })
@@ -959,7 +983,7 @@ func TestSlowReaderLosesNoOutcomeAndCancelNeverBlocks(t *testing.T) {
 		// Nobody has read yet: a cancellation from the reader's own goroutine must not block.
 		blocked := newFakeWork(nil)
 		cancelRef := mustSubmit(t, s, "c", 0, blocked.ignoringCtx)
-		if !s.Cancel("c") {
+		if !s.cancel("c") {
 			t.Fatal("Cancel(c) found no job")
 		}
 		want[cancelRef] = true
@@ -967,29 +991,29 @@ func TestSlowReaderLosesNoOutcomeAndCancelNeverBlocks(t *testing.T) {
 
 		for range len(want) {
 			o := receive(t, s)
-			if !want[o.Ref] {
+			if !want[o.ref] {
 				t.Fatalf("round %d: unexpected or repeated outcome %+v", round, o)
 			}
-			delete(want, o.Ref)
+			delete(want, o.ref)
 		}
 	}
 }
 
 func TestExactlyOneOutcomePerJobWhenCancelRacesCompletionAndDeadline(t *testing.T) {
 	e := newTestExecutor(t, ExecutorOptions{MaxConcurrency: 4, MaxQueue: 1000, Timeout: -1})
-	s := e.NewSubmitter()
+	s := e.newSubmitter()
 	const jobs = 1000
 
 	stop := make(chan struct{})
 	allSeen := make(chan struct{})
-	collected := make(chan map[ExecutionRef][]Outcome)
+	collected := make(chan map[executionRef][]jobOutcome)
 	go func() {
-		got := make(map[ExecutionRef][]Outcome, jobs)
+		got := make(map[executionRef][]jobOutcome, jobs)
 		for {
 			select {
-			case o := <-s.Outcomes():
-				got[o.Ref] = append(got[o.Ref], o)
-				if len(got) == jobs && len(got[o.Ref]) == 1 {
+			case o := <-s.outcomes:
+				got[o.ref] = append(got[o.ref], o)
+				if len(got) == jobs && len(got[o.ref]) == 1 {
 					close(allSeen)
 				}
 			case <-stop:
@@ -1006,7 +1030,7 @@ func TestExactlyOneOutcomePerJobWhenCancelRacesCompletionAndDeadline(t *testing.
 	// microseconds.
 	const batch = 50
 	rng := rand.New(rand.NewPCG(1, 2))
-	refs := make(map[string]ExecutionRef, jobs)
+	refs := make(map[string]executionRef, jobs)
 	hasDeadline := make(map[string]bool)
 	wasCancelled := make(map[string]bool)
 	for first := 0; first < jobs; first += batch {
@@ -1038,7 +1062,7 @@ func TestExactlyOneOutcomePerJobWhenCancelRacesCompletionAndDeadline(t *testing.
 				for range i % 7 {
 					runtime.Gosched()
 				}
-				if s.Cancel(key) {
+				if s.cancel(key) {
 					cancelled = append(cancelled, key)
 				}
 			}
@@ -1058,7 +1082,7 @@ func TestExactlyOneOutcomePerJobWhenCancelRacesCompletionAndDeadline(t *testing.
 	if len(got) != jobs {
 		t.Fatalf("outcomes for %d refs, want %d", len(got), jobs)
 	}
-	kinds := make(map[OutcomeKind]int)
+	kinds := make(map[outcomeKind]int)
 	for key, ref := range refs {
 		outs := got[ref]
 		if len(outs) != 1 {
@@ -1066,16 +1090,16 @@ func TestExactlyOneOutcomePerJobWhenCancelRacesCompletionAndDeadline(t *testing.
 		}
 		o := outs[0]
 		switch {
-		case o.Key != key:
-			t.Fatalf("job %s: outcome has key %q", key, o.Key)
-		case wasCancelled[key] && o.Kind != OutcomeCancelled:
-			t.Fatalf("job %s: Cancel reported true but the outcome is %v", key, o.Kind)
-		case o.Kind == OutcomeTimedOut && !hasDeadline[key]:
+		case o.key != key:
+			t.Fatalf("job %s: outcome has key %q", key, o.key)
+		case wasCancelled[key] && o.kind != outcomeCancelled:
+			t.Fatalf("job %s: Cancel reported true but the outcome is %v", key, o.kind)
+		case o.kind == outcomeTimedOut && !hasDeadline[key]:
 			t.Fatalf("job %s without a deadline timed out", key)
-		case !wasCancelled[key] && o.Kind != OutcomeTimedOut && (o.Kind != OutcomeCompleted || o.Value != key):
-			t.Fatalf("job %s: outcome %v with value %v, want completed with its key", key, o.Kind, o.Value)
+		case !wasCancelled[key] && o.kind != outcomeTimedOut && (o.kind != outcomeCompleted || o.value != key):
+			t.Fatalf("job %s: outcome %v with value %v, want completed with its key", key, o.kind, o.value)
 		}
-		kinds[o.Kind]++
+		kinds[o.kind]++
 	}
 	t.Logf("outcomes: %v; %d cancellations came too late", kinds, jobs/batch*(2*batch/3)-len(wasCancelled))
 }
@@ -1086,8 +1110,8 @@ func TestExecutorGoroutinesExitAfterClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := e.NewSubmitter()
-	// Outcomes nobody reads, more than the channel buffers, keep a pump goroutine blocked.
+	s := e.newSubmitter()
+	// outcomes nobody reads, more than the channel buffers, keep a pump goroutine blocked.
 	for range outcomeBuffer + 1 {
 		mustSubmit(t, s, "", 0, returning(nil))
 	}
@@ -1114,7 +1138,7 @@ func TestExecutorGoroutinesExitAfterClose(t *testing.T) {
 
 // waitForPump returns once s's mailbox has a pump goroutine, which it has
 // as soon as an outcome found the channel's buffer full.
-func waitForPump(t *testing.T, e *Executor, s *Submitter) {
+func waitForPump(t *testing.T, e *Executor, s *submitter) {
 	t.Helper()
 	eventually(t, "a pump goroutine's start", func() bool {
 		e.mu.Lock()
@@ -1145,8 +1169,8 @@ func poll(cond func() bool) bool {
 
 func TestSubmitRejectsNilWork(t *testing.T) {
 	e := newTestExecutor(t, ExecutorOptions{})
-	if _, err := e.NewSubmitter().Submit("k", 0, nil); err == nil {
-		t.Error("Submit with nil work succeeded")
+	if _, err := e.newSubmitter().submitWork("k", 0, nil); err == nil {
+		t.Error("submit with nil work succeeded")
 	}
 }
 
@@ -1154,7 +1178,7 @@ func TestSubmitRejectsNilWork(t *testing.T) {
 // than exiting and leaving the next job to a fresh goroutine.
 func TestIdleWorkerTakesTheNextJob(t *testing.T) {
 	e := newTestExecutor(t, ExecutorOptions{MaxConcurrency: 2})
-	s := e.NewSubmitter()
+	s := e.newSubmitter()
 	parked := func() int {
 		e.mu.Lock()
 		defer e.mu.Unlock()
@@ -1163,8 +1187,8 @@ func TestIdleWorkerTakesTheNextJob(t *testing.T) {
 	for i := range 3 {
 		mustSubmit(t, s, fmt.Sprint("k", i), 0, returning(i))
 		select {
-		case o := <-s.Outcomes():
-			if o.Kind != OutcomeCompleted || o.Value != i {
+		case o := <-s.outcomes:
+			if o.kind != outcomeCompleted || o.value != i {
 				t.Fatalf("outcome %+v", o)
 			}
 		case <-time.After(10 * time.Second):

@@ -49,13 +49,15 @@ const (
 // mirror the request body.
 const CodeHeaderMismatch = -32020
 
-// HTTPOptions configure an HTTPHandler. A zero value means the default.
+// HTTPOptions configure an HTTPHandler. A zero value means the default, and
+// a field says when it also takes Unlimited or None (see Unlimited for the
+// rule every options struct follows).
 type HTTPOptions struct {
 	// MaxBodyBytes limits one POST body (default 2,000,000); a longer one
 	// is refused 413 without being read whole.
 	MaxBodyBytes int
 	// RequestTimeout is each request's deadline, counted from when it starts
-	// running; 0 means the executor's default (30s), negative means none.
+	// running; 0 means the executor's default (30s), Unlimited none.
 	RequestTimeout time.Duration
 	// MaxSubscriptions limits what one client keeps subscribed (default
 	// 32), as Options.MaxSubscriptions does on stdio: in a session, its
@@ -78,13 +80,12 @@ type HTTPOptions struct {
 	// capacity exhausted".
 	MaxSessions int
 	// MaxClientSessions is one client's share of MaxSessions (0, the
-	// default: all of them; negative is invalid). It binds only at the cap,
-	// and only what a client takes from the others: a client holding fewer
-	// is waiting for room, and its initialize may take another client's
-	// idle session; one holding this many or more takes only its own idle
-	// sessions' places. The client is as for the executor's shares (see
-	// ClientKey): ClientKey's answer, else the principal, else the client
-	// address.
+	// default: all of them). It binds only at the cap, and only what a
+	// client takes from the others: a client holding fewer is waiting for
+	// room, and its initialize may take another client's idle session; one
+	// holding this many or more takes only its own idle sessions' places.
+	// The client is as for the executor's shares (see ClientKey):
+	// ClientKey's answer, else the principal, else the client address.
 	MaxClientSessions int
 	// SessionIdleTimeout ends a session with no request and no open stream
 	// for this long (default 30 minutes).
@@ -129,14 +130,16 @@ type HTTPOptions struct {
 	AllowedOrigins []string
 
 	// Executor runs the work. When nil the handler creates one with
-	// MaxConcurrency, MaxQueue and MaxInflightBytes (see ExecutorOptions)
-	// and each client's share of them, and closes it in Close; an injected
-	// executor is never closed by the handler. A POST's body counts against
-	// MaxInflightBytes (and its client's share) from before it is read until
-	// its answer is written: a body that does not fit is refused 503
-	// unread, with a -32603 "Server execution capacity exhausted" error
-	// without id; a request over MaxConcurrency and MaxQueue (or its
-	// client's share of them) is answered that error with its id.
+	// MaxConcurrency, MaxQueue and MaxInflightBytes, as ExecutorOptions
+	// define them (MaxQueue also takes Unlimited and None, MaxInflightBytes
+	// Unlimited), and each client's share of them, and closes it in Close;
+	// an injected executor is never closed by the handler. A POST's body
+	// counts against MaxInflightBytes (and its client's share) from before
+	// it is read until its answer is written: a body that does not fit is
+	// refused 503 unread, with a -32603 "Server execution capacity
+	// exhausted" error without id; a request over MaxConcurrency and
+	// MaxQueue (or its client's share of them) is answered that error with
+	// its id.
 	Executor         *Executor
 	MaxConcurrency   int
 	MaxQueue         int
@@ -144,8 +147,8 @@ type HTTPOptions struct {
 	// A client's share of MaxConcurrency, MaxQueue and MaxInflightBytes,
 	// exactly as in ExecutorOptions: work-conserving, so a client alone may
 	// use the whole executor, and a share binds only while other clients
-	// wait. 0 (the default) means the whole limit; negative is invalid.
-	// Only for the executor the handler creates.
+	// wait. 0 (the default) means the whole limit. Only for the executor
+	// the handler creates.
 	MaxClientConcurrency   int
 	MaxClientQueue         int
 	MaxClientInflightBytes int
@@ -161,7 +164,7 @@ type HTTPOptions struct {
 	// (the default): none, and every request is its remote address.
 	TrustedProxies []netip.Prefix
 
-	// Logger receives diagnostics (default slog.Default()).
+	// Logger receives diagnostics (nil: slog.Default()).
 	Logger *slog.Logger
 
 	// Observer, when set, sees every request and session (observer.go).
@@ -174,33 +177,26 @@ type HTTPOptions struct {
 }
 
 func (o *HTTPOptions) normalize() error {
-	switch {
-	case o.MaxBodyBytes < 0:
-		return fmt.Errorf("mcpstdio: HTTPOptions.MaxBodyBytes must be positive, got %d", o.MaxBodyBytes)
-	case o.MaxSubscriptions < 0:
-		return fmt.Errorf("mcpstdio: HTTPOptions.MaxSubscriptions must be positive, got %d", o.MaxSubscriptions)
-	case o.MaxListenStreams < 0:
-		return fmt.Errorf("mcpstdio: HTTPOptions.MaxListenStreams must be positive, got %d", o.MaxListenStreams)
-	case o.MaxSessions < 0:
-		return fmt.Errorf("mcpstdio: HTTPOptions.MaxSessions must be positive, got %d", o.MaxSessions)
-	case o.SessionIdleTimeout < 0:
-		return fmt.Errorf("mcpstdio: HTTPOptions.SessionIdleTimeout must be positive, got %v", o.SessionIdleTimeout)
-	case o.KeepAlive < 0:
-		return fmt.Errorf("mcpstdio: HTTPOptions.KeepAlive must be positive, got %v", o.KeepAlive)
-	case o.WriteTimeout < 0:
-		return fmt.Errorf("mcpstdio: HTTPOptions.WriteTimeout must be positive, got %v", o.WriteTimeout)
-	case o.SSERetry < 0:
-		return fmt.Errorf("mcpstdio: HTTPOptions.SSERetry must be positive, got %v", o.SSERetry)
-	case o.MaxSessionReplayBytes < 0:
-		return fmt.Errorf("mcpstdio: HTTPOptions.MaxSessionReplayBytes must be positive, got %d", o.MaxSessionReplayBytes)
-	case o.MaxReplayBytes < 0:
-		return fmt.Errorf("mcpstdio: HTTPOptions.MaxReplayBytes must be positive, got %d", o.MaxReplayBytes)
-	case o.ReadBodyTimeout < 0:
-		return fmt.Errorf("mcpstdio: HTTPOptions.ReadBodyTimeout must be positive, got %v", o.ReadBodyTimeout)
-	case o.MaxClientConcurrency < 0 || o.MaxClientQueue < 0 || o.MaxClientInflightBytes < 0 || o.MaxClientSessions < 0:
-		return errors.New("mcpstdio: HTTPOptions.MaxClientConcurrency, MaxClientQueue, MaxClientInflightBytes and MaxClientSessions must not be negative (0 means the whole)")
-	case o.Executor != nil && (o.MaxConcurrency != 0 || o.MaxQueue != 0 || o.MaxInflightBytes != 0 ||
-		o.MaxClientConcurrency != 0 || o.MaxClientQueue != 0 || o.MaxClientInflightBytes != 0):
+	if err := checkOptions(
+		checkOption("HTTPOptions.MaxBodyBytes", o.MaxBodyBytes),
+		checkOption("HTTPOptions.RequestTimeout", o.RequestTimeout, Unlimited),
+		checkOption("HTTPOptions.MaxSubscriptions", o.MaxSubscriptions),
+		checkOption("HTTPOptions.MaxListenStreams", o.MaxListenStreams),
+		checkOption("HTTPOptions.MaxSessions", o.MaxSessions),
+		checkOption("HTTPOptions.MaxClientSessions", o.MaxClientSessions),
+		checkOption("HTTPOptions.SessionIdleTimeout", o.SessionIdleTimeout),
+		checkOption("HTTPOptions.KeepAlive", o.KeepAlive),
+		checkOption("HTTPOptions.WriteTimeout", o.WriteTimeout),
+		checkOption("HTTPOptions.SSERetry", o.SSERetry),
+		checkOption("HTTPOptions.MaxSessionReplayBytes", o.MaxSessionReplayBytes),
+		checkOption("HTTPOptions.MaxReplayBytes", o.MaxReplayBytes),
+		checkOption("HTTPOptions.ReadBodyTimeout", o.ReadBodyTimeout),
+		o.executorOptions().check("HTTPOptions"),
+	); err != nil {
+		return fmt.Errorf("mcpstdio: %w", err)
+	}
+	if o.Executor != nil && (o.MaxConcurrency != 0 || o.MaxQueue != 0 || o.MaxInflightBytes != 0 ||
+		o.MaxClientConcurrency != 0 || o.MaxClientQueue != 0 || o.MaxClientInflightBytes != 0) {
 		return errors.New("mcpstdio: HTTPOptions.MaxConcurrency, MaxQueue, MaxInflightBytes and the client shares apply only when the handler creates its executor")
 	}
 	for _, origin := range o.AllowedOrigins {
@@ -222,9 +218,7 @@ func (o *HTTPOptions) normalize() error {
 	defaultTo(&o.MaxSessionReplayBytes, DefaultMaxSessionReplayBytes)
 	defaultTo(&o.MaxReplayBytes, DefaultMaxReplayBytes)
 	defaultTo(&o.ReadBodyTimeout, DefaultReadBodyTimeout)
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
+	o.Logger = defaultLogger(o.Logger)
 	return nil
 }
 
@@ -308,7 +302,7 @@ func NewHTTPHandler(d Dispatcher, opts HTTPOptions) (*HTTPHandler, error) {
 		}
 		h.executor, h.ownsExec = e, true
 	} else {
-		go h.sessions.wakeOnClose(h.executor.Done())
+		go h.sessions.wakeOnClose(h.executor.done)
 	}
 	h.clients.init(h.executor)
 	if src, ok := d.(ChangeSource); ok {

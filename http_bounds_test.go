@@ -70,7 +70,7 @@ func newBudgetTestHandler(t *testing.T, perSession, total int) *HTTPHandler {
 func (h *HTTPHandler) newTestSession(t *testing.T, id string) *httpSession {
 	t.Helper()
 	s := &httpSession{id: id, h: h, changes: newChangeBox(), done: make(chan struct{})}
-	s.conn = newConnection(connConfig{dispatcher: h.dispatcher, out: s, sub: h.executor.NewSubmitter(), log: quietLogger()})
+	s.conn = newConnection(connConfig{dispatcher: h.dispatcher, out: s, sub: h.executor.newSubmitter(), log: quietLogger()})
 	s.idleTimer = time.NewTimer(time.Hour)
 	s.standalone = s.newStream()
 	s.standalone.standalone = true

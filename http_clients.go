@@ -67,7 +67,7 @@ const (
 // clientEntry is one client of the table and its POSTs being served.
 type clientEntry struct {
 	name   clientName      // read-only
-	client *ExecutorClient // read-only
+	client *executorClient // read-only
 	users  int             // guarded by clientTable.mu
 	// acquired counts the calls of acquire that returned it; guarded by
 	// clientTable.mu. A sweep drops the entry only if it is unchanged.
@@ -93,7 +93,7 @@ func (t *clientTable) acquire(name clientName) *clientEntry {
 		en = t.byName[name]
 	}
 	if en == nil {
-		en = &clientEntry{name: name, client: t.e.NewClient()}
+		en = &clientEntry{name: name, client: t.e.newClient()}
 		t.byName[name] = en
 	}
 	en.users++
@@ -125,7 +125,7 @@ func (t *clientTable) sweep() {
 	}
 	t.mu.Lock()
 	candidates := make([]candidate, 0, len(t.byName))
-	clients := make([]*ExecutorClient, 0, len(t.byName))
+	clients := make([]*executorClient, 0, len(t.byName))
 	for _, en := range t.byName {
 		if en.users == 0 {
 			candidates = append(candidates, candidate{en, en.acquired})
@@ -182,13 +182,13 @@ func (h *HTTPHandler) sessionClientName(r *http.Request) (clientName, bool) {
 // sessionClientName is the client name of a session that has no other.
 func sessionClientName(id string) clientName { return clientName{clientBySession, id} }
 
-// initSubmitterFor makes sub, a zero Submitter, a new submitter of client
+// initSubmitterFor makes sub, a zero submitter, a new submitter of client
 // (a message's postedMessage.client; nil: a client of its own), whose
-// Outcomes channel buffers one outcome: what a connection that serves one
+// outcomes channel buffers one outcome: what a connection that serves one
 // message alone needs.
-func (h *HTTPHandler) initSubmitterFor(sub *Submitter, client *ExecutorClient) {
+func (h *HTTPHandler) initSubmitterFor(sub *submitter, client *executorClient) {
 	if client == nil {
-		client = h.executor.NewClient()
+		client = h.executor.newClient()
 	}
 	client.initSubmitter(sub, 1)
 }
@@ -221,7 +221,7 @@ const inlineBodyBytes = 440
 // keeps the whole record alive as long as anything holds the body's bytes,
 // as a request's params do.
 type postInput struct {
-	res  Reservation
+	res  reservation
 	body [inlineBodyBytes]byte
 }
 
@@ -234,7 +234,7 @@ type postInput struct {
 // client's share, or "Server shutting down" once Shutdown cut body reads.
 // On success the caller releases the reservation, which is held in res. A
 // body of a known length that fits in room (nil: none) is read there.
-func (h *HTTPHandler) readBody(w http.ResponseWriter, r *http.Request, client *ExecutorClient, res *Reservation, room []byte) ([]byte, *Reservation, bool) {
+func (h *HTTPHandler) readBody(w http.ResponseWriter, r *http.Request, client *executorClient, res *reservation, room []byte) ([]byte, *reservation, bool) {
 	if !isJSONMediaType(firstHeader(r.Header, headerContentType)) {
 		httpError(w, http.StatusUnsupportedMediaType, "Unsupported Media Type: Content-Type must be application/json")
 		return nil, nil, false
@@ -256,7 +256,7 @@ func (h *HTTPHandler) readBody(w http.ResponseWriter, r *http.Request, client *E
 	rc := http.NewResponseController(w)
 	timed := rc.SetReadDeadline(time.Now().Add(h.opts.ReadBodyTimeout)) == nil
 	if !h.drain.startRead(w, r) {
-		res.Release()
+		res.release()
 		refuseUnread(w, ErrExecutorClosed)
 		return nil, nil, false
 	}
@@ -274,10 +274,10 @@ func (h *HTTPHandler) readBody(w http.ResponseWriter, r *http.Request, client *E
 	}
 	cut := h.drain.endRead(r)
 	if err != nil {
-		res.Release()
+		res.release()
 		_, tooLarge := errors.AsType[*http.MaxBytesError](err)
 		switch {
-		case errors.Is(err, ErrOverloaded), errors.Is(err, ErrExecutorClosed):
+		case errors.Is(err, errOverloaded), errors.Is(err, ErrExecutorClosed):
 			refuseUnread(w, err)
 		case cut && errors.Is(err, os.ErrDeadlineExceeded):
 			refuseUnread(w, ErrExecutorClosed)
@@ -299,13 +299,13 @@ func (h *HTTPHandler) readBody(w http.ResponseWriter, r *http.Request, client *E
 // readGrowing reads src, which fails beyond limit bytes, to its end into a
 // buffer whose capacity res counts: the buffer doubles (from bodyChunk, and
 // to at most limit+1, where src fails), and res grows first; it fails with
-// Grow's error when the bytes do not fit.
-func readGrowing(src io.Reader, limit int64, res *Reservation) ([]byte, error) {
+// grow's error when the bytes do not fit.
+func readGrowing(src io.Reader, limit int64, res *reservation) ([]byte, error) {
 	var buf []byte
 	for {
 		if len(buf) == cap(buf) {
 			size := int(min(max(2*int64(cap(buf)), bodyChunk), limit+1))
-			if err := res.Grow(size - cap(buf)); err != nil {
+			if err := res.grow(size - cap(buf)); err != nil {
 				return nil, err
 			}
 			grown := make([]byte, len(buf), size)
@@ -506,10 +506,10 @@ func parseHostAddr(s string) (netip.Addr, bool) {
 	return netip.Addr{}, false
 }
 
-// ParseTrustedProxies parses a comma-separated list of CIDR prefixes or
+// parseTrustedProxies parses a comma-separated list of CIDR prefixes or
 // single addresses (a /32 or /128), as the -http-trusted-proxies flag takes
 // it, for HTTPOptions.TrustedProxies. An empty string is no proxy.
-func ParseTrustedProxies(list string) ([]netip.Prefix, error) {
+func parseTrustedProxies(list string) ([]netip.Prefix, error) {
 	var out []netip.Prefix
 	for item := range strings.SplitSeq(list, ",") {
 		item = strings.TrimSpace(item)

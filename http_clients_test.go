@@ -279,15 +279,15 @@ func TestHTTPClientAddress(t *testing.T) {
 
 // The -http-trusted-proxies list: prefixes and single addresses.
 func TestParseTrustedProxies(t *testing.T) {
-	got, err := ParseTrustedProxies(" 10.1.2.3/8, 192.0.2.7 ,::1,")
+	got, err := parseTrustedProxies(" 10.1.2.3/8, 192.0.2.7 ,::1,")
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("192.0.2.7/32"), netip.MustParsePrefix("::1/128")}
 	if !slices.Equal(got, want) {
-		t.Fatalf("ParseTrustedProxies = %v, want %v", got, want)
+		t.Fatalf("parseTrustedProxies = %v, want %v", got, want)
 	}
-	if _, err := ParseTrustedProxies("10.0.0.0/8,proxy.example"); err == nil || !strings.Contains(err.Error(), `"proxy.example"`) {
+	if _, err := parseTrustedProxies("10.0.0.0/8,proxy.example"); err == nil || !strings.Contains(err.Error(), `"proxy.example"`) {
 		t.Fatalf("a name: err = %v, want one naming it", err)
 	}
 }
@@ -403,8 +403,8 @@ func TestHTTPBodyCountedUntilAnswered(t *testing.T) {
 	s.h.clients.mu.Lock()
 	defer s.h.clients.mu.Unlock()
 	for _, en := range s.h.clients.byName {
-		if en.users != 0 || en.client.Stats() != (ClientStats{}) {
-			t.Fatalf("client %v still used or holding %+v after every POST was answered", en.name, en.client.Stats())
+		if en.users != 0 || en.client.stats() != (clientStats{}) {
+			t.Fatalf("client %v still used or holding %+v after every POST was answered", en.name, en.client.stats())
 		}
 	}
 }
@@ -434,7 +434,7 @@ func TestClientTableKeepsIdleEntriesUntilSwept(t *testing.T) {
 	}
 	tbl.release(session)
 	b := tbl.acquire(addr("b"))
-	res, err := b.client.Reserve(10)
+	res, err := b.client.reserve(10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -452,7 +452,7 @@ func TestClientTableKeepsIdleEntriesUntilSwept(t *testing.T) {
 		t.Fatal("the busy entry was not kept through the sweeps")
 	}
 	tbl.release(b)
-	res.Release()
+	res.release()
 	tbl.mu.Lock()
 	tbl.sweepAt = 1
 	tbl.mu.Unlock()

@@ -29,7 +29,7 @@ const (
 )
 
 // HTTPListenerOptions configure NewHTTPListener. A zero value means the
-// default.
+// default (see Unlimited for the rule every options struct follows).
 type HTTPListenerOptions struct {
 	// MaxConnections bounds the connections open at once (default 1024).
 	// At the bound, a new connection is accepted and the keep-alive
@@ -104,8 +104,8 @@ type HTTPListener struct {
 
 // NewHTTPListener wraps inner. An invalid option is an error naming it.
 func NewHTTPListener(inner net.Listener, opts HTTPListenerOptions) (*HTTPListener, error) {
-	if opts.MaxConnections < 0 {
-		return nil, fmt.Errorf("mcpstdio: HTTPListenerOptions.MaxConnections must be positive, got %d", opts.MaxConnections)
+	if err := checkOption("HTTPListenerOptions.MaxConnections", opts.MaxConnections); err != nil {
+		return nil, fmt.Errorf("mcpstdio: %w", err)
 	}
 	defaultTo(&opts.MaxConnections, DefaultMaxConnections)
 	l := &HTTPListener{Listener: inner, slots: make(chan struct{}, opts.MaxConnections), done: make(chan struct{}),

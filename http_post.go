@@ -37,7 +37,7 @@ func (h *HTTPHandler) servePost(w http.ResponseWriter, r *http.Request) {
 	var post *statelessPost
 	var exchange *httpExchange
 	var body []byte
-	var res *Reservation
+	var res *reservation
 	var ok bool
 	if sessionID != "" {
 		exchange = new(httpExchange)
@@ -50,7 +50,7 @@ func (h *HTTPHandler) servePost(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	defer res.Release() // after the answer: the message served holds the body until then
+	defer res.release() // after the answer: the message served holds the body until then
 	env, err := decodeEnvelope(body)
 	switch {
 	case err != nil:
@@ -96,8 +96,8 @@ type postedMessage struct {
 	env      envelope
 	raw      []byte          // the body: a batch's members are split from it
 	size     int             // the body's length, the job's size for the executor when res is nil
-	client   *ExecutorClient // whose share the body and the job count against; nil: a client of its own
-	res      *Reservation    // the body's bytes, which the job holds; nil: counted by size
+	client   *executorClient // whose share the body and the job count against; nil: a client of its own
+	res      *reservation    // the body's bytes, which the job holds; nil: counted by size
 	method   string
 	methodOK bool
 	// metaVersion is the JSON text of params._meta's protocol version, nil

@@ -117,12 +117,12 @@ func callTool(ctx context.Context, c *http.Client, url, name, arguments string, 
 }
 
 // (a) One client alone, through the proxy, runs as many sleeps at once as
-// there are workers: with no queue (-max-queue -1), each of 32 concurrent
+// there are workers: with no queue (-max-queue none), each of 32 concurrent
 // calls is admitted only if a worker is free for it, so all 32 answered
 // means all 32 ran at once. With a share of a quarter (the rule before
 // work-conserving shares) 24 of them were refused.
 func TestHAProxyOneClientUsesEveryWorker(t *testing.T) {
-	p := startProxied(t, "-max-queue", "-1")
+	p := startProxied(t, "-max-queue", "none")
 	client := userFrom(t, "127.0.0.2")
 	const calls = 32
 	// Each sleeps 3 s: long enough that none ends before the last one

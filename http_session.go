@@ -56,7 +56,7 @@ type httpSession struct {
 
 	conn    *connection
 	client  *clientEntry // whose share the session's work counts against
-	sub     Submitter    // its connection's
+	sub     submitter    // its connection's
 	changes *changeBox
 	// creating is the initialize that creates the session, until it is
 	// answered: a failure ends the session.
@@ -152,7 +152,7 @@ func (h *HTTPHandler) startSession(x *httpExchange, owner string, client, creato
 	s.standalone = s.newStream()
 	s.standalone.standalone = true
 	if !h.ownsExec {
-		s.conn.executorDone = h.executor.Done()
+		s.conn.executorDone = h.executor.done
 	}
 	// The idle timer reports through ctl rather than being a case of the
 	// loop's select: a timer channel costs each select that waits on it a
@@ -241,7 +241,7 @@ func (s *httpSession) onPost(x *httpExchange) error {
 	case x != s.creating && x.version != "" && x.version != negotiated:
 		s.handPlain(x, http.StatusBadRequest, sessionRefusal(versionMismatch(x.version, negotiated)))
 		return nil
-	case x.msg.env.kind == kindArray && !AcceptsBatches(negotiated):
+	case x.msg.env.kind == kindArray && !acceptsBatches(negotiated):
 		s.handPlain(x, http.StatusBadRequest, errorAnswer("", errBatchRefused))
 		return nil
 	}

@@ -297,7 +297,10 @@ func TestHTTPSessionsTwoClientsGetFairShares(t *testing.T) {
 // ended, and what it held (its executor client, its replay bytes, its
 // place in the change hub) is released before the newcomer is answered.
 func TestHTTPSessionTakenIsReleased(t *testing.T) {
-	tel := NewTelemetry(TelemetryOptions{MetricInterval: time.Hour, Logger: slog.New(slog.DiscardHandler)})
+	tel, err := NewTelemetry(TelemetryOptions{MetricInterval: time.Hour, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
 	w := newSessionWorld(t, HTTPOptions{MaxSessions: 2, Observer: tel})
 	h := w.s.h
 	taken, kept := w.mustInitialize(clientA), w.mustInitialize(clientA)

@@ -23,9 +23,9 @@ type statelessPost struct {
 	// sub is the connection's submitter, registered (registerSubmitter)
 	// only if the connection submits a job: a request an Inline tool
 	// serves on this goroutine needs none. client is whose it is.
-	sub      Submitter
+	sub      submitter
 	h        *HTTPHandler
-	client   *ExecutorClient
+	client   *executorClient
 	request  bool // the message is a request, answered with a response
 	answered bool // the answer is complete: the POST is done
 	// held says something that may outlive the POST holds the record: a
@@ -43,7 +43,7 @@ type statelessPost struct {
 	exec runtimeExecution
 	// res is the body's reservation (readBody). The body has a buffer of its
 	// own: a handler may keep its params.
-	res Reservation
+	res reservation
 	// frame is the buffer the answer frame of an Inline request is built in
 	// (frameLender), kept with the record for the next POST: the answer is
 	// copied into net/http's response as it is written.
@@ -135,7 +135,7 @@ func (h *HTTPHandler) serveStateless(w http.ResponseWriter, r *http.Request, msg
 		noClientRequests: true,
 		observer:         h.opts.Observer,
 	})
-	conn.executorDone = h.executor.Done()
+	conn.executorDone = h.executor.done
 	defer conn.close()
 	if msg.method == methodSubscriptionsListen {
 		conn.changes = newChangeBox()

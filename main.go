@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/netip"
 	"os"
 	"os/signal"
@@ -64,60 +65,81 @@ type config struct {
 	trustedProxies                                                                  []netip.Prefix // -http-trusted-proxies
 }
 
+// flagText is what the flags whose values parseFlags checks and converts
+// hold as written.
+type flagText struct {
+	methods, protocols, level, stateKeyFile, hosts, origins string
+}
+
 // parseFlags parses args; the error has been reported on stderr already.
 func parseFlags(args []string, stderr io.Writer) (config, error) {
 	var c config
-	var methods, protocols, level, stateKeyFile, hosts, origins string
+	var text flagText
+	fs := newFlagSet(&c, &text, stderr)
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	return c.check(fs, text, stderr)
+}
+
+// newFlagSet defines the command's flags on a new flag set that writes its
+// messages to stderr: the flags set c, or text where parseFlags converts
+// them.
+func newFlagSet(c *config, text *flagText, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("mcpstdio", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.DurationVar(&c.writeTimeout, "write-timeout", DefaultWriteTimeout, "how long the client may take none of a frame of an answer (on stdout, or with -http of a response); then the connection (the response) ends")
-	fs.IntVar(&c.maxLineBytes, "max-line-bytes", DefaultMaxLineBytes, "limit of one input line, counting its newline")
-	fs.DurationVar(&c.requestTimeout, "request-timeout", defaultJobTimeout, "deadline of each request from when it starts running (negative: none)")
-	fs.IntVar(&c.maxConcurrency, "max-concurrency", defaultMaxConcurrency, "requests running at once")
-	fs.IntVar(&c.maxQueue, "max-queue", defaultMaxQueue, "requests waiting for a worker (0: the default; negative: none wait)")
-	fs.IntVar(&c.maxInflightBytes, "max-inflight-bytes", DefaultMaxInflightBytes, "total size of the input lines of the requests running or waiting; also sets the soft memory limit unless GOMEMLIMIT is set")
-	fs.IntVar(&c.maxSubscriptions, "max-subscriptions", DefaultMaxSubscriptions, "subscriptions per connection: open subscriptions/listen streams and resources/subscribe URIs together")
-	fs.StringVar(&methods, "notification-methods", "", "comma-separated notification methods the application may send")
-	fs.DurationVar(&c.notifyEvery, "notify-every", 0, "when > 0, send the first allowed application notification on this period")
-	fs.StringVar(&protocols, "protocols", strings.Join(defaultProtocolVersions(), ","), "enabled protocol versions, in preference order")
-	fs.StringVar(&level, "log-level", "info", "stderr diagnostics level: debug, info, warn, error")
-	fs.StringVar(&stateKeyFile, "state-key-file", "", "`FILE` holding the secret that signs pagination cursors and requestStates, so that replicas given the same file accept each other's "+
+	fs.Usage = func() { printUsage(fs) }
+	optionVar(fs, &c.writeTimeout, "write-timeout", DefaultWriteTimeout, "how long the client may take none of a frame of an answer (on stdout, or with -http of a response); then the connection (the response) ends")
+	optionVar(fs, &c.maxLineBytes, "max-line-bytes", DefaultMaxLineBytes, "limit of one input line, counting its newline")
+	optionVar(fs, &c.requestTimeout, "request-timeout", defaultJobTimeout, "deadline of each request from when it starts running (unlimited: no deadline)", Unlimited)
+	optionVar(fs, &c.maxConcurrency, "max-concurrency", defaultMaxConcurrency, "requests running at once")
+	optionVar(fs, &c.maxQueue, "max-queue", defaultMaxQueue, "requests waiting for a worker (unlimited: as many as -max-inflight-bytes admits; none: no request waits, one that finds every worker busy is refused)", Unlimited, None)
+	optionVar(fs, &c.maxInflightBytes, "max-inflight-bytes", DefaultMaxInflightBytes, "total size of the input lines of the requests running or waiting; also sets the soft memory limit unless GOMEMLIMIT is set (unlimited: no bound, and no memory limit)", Unlimited)
+	optionVar(fs, &c.maxSubscriptions, "max-subscriptions", DefaultMaxSubscriptions, "subscriptions per connection: open subscriptions/listen streams and resources/subscribe URIs together")
+	fs.StringVar(&text.methods, "notification-methods", "", "comma-separated notification methods the application may send")
+	optionVar(fs, &c.notifyEvery, "notify-every", 0, "when set, send the first allowed application notification on this period")
+	fs.StringVar(&text.protocols, "protocols", strings.Join(defaultProtocolVersions(), ","), "enabled protocol versions, in preference order")
+	fs.StringVar(&text.level, "log-level", "info", "stderr diagnostics level: debug, info, warn, error")
+	fs.StringVar(&text.stateKeyFile, "state-key-file", "", "`FILE` holding the secret that signs pagination cursors and requestStates, so that replicas given the same file accept each other's "+
 		"(at least 32 bytes once trailing whitespace is trimmed; a file of random bytes works, e.g. head -c 32 /dev/urandom | base64 > key); default: a random key per process")
-	fs.IntVar(&c.pageSize, "page-size", defaultPageSize, "items per page of tools/list, prompts/list, resources/list and resources/templates/list")
-	fs.IntVar(&c.procs, "procs", 0, "processors the server runs on (GOMAXPROCS; stdio and -http); 0: on stdio one while no handler runs on a worker and the runtime's default while one does, with -http the runtime's default (a GOMAXPROCS environment variable is kept)")
+	optionVar(fs, &c.pageSize, "page-size", defaultPageSize, "items per page of tools/list, prompts/list, resources/list and resources/templates/list")
+	optionVar(fs, &c.procs, "procs", 0, "processors the server runs on (GOMAXPROCS; stdio and -http); 0: on stdio one while no handler runs on a worker and the runtime's default while one does, with -http the runtime's default (a GOMAXPROCS environment variable is kept)")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the session (stdio or -http) to this file")
 	fs.StringVar(&c.memProfile, "memprofile", "", "write a heap profile to this file at the end of the session (stdio or -http)")
 	fs.StringVar(&c.httpAddr, "http", "", "serve Streamable HTTP on this address (e.g. :8080, which binds 127.0.0.1) instead of stdio")
 	fs.StringVar(&c.httpAddrFile, "http-addr-file", "", "with -http, write the bound host:port to this file once listening")
-	fs.StringVar(&hosts, "http-allowed-hosts", "", "with -http, comma-separated Host header values accepted besides loopback names and the -http host")
-	fs.StringVar(&origins, "http-allowed-origins", "", "with -http, comma-separated Origin values (scheme://host[:port]) accepted besides loopback origins")
-	fs.DurationVar(&c.keepAlive, "http-keep-alive", DefaultKeepAlive, "with -http, period of keep-alive comments on long-lived SSE streams")
+	fs.StringVar(&text.hosts, "http-allowed-hosts", "", "with -http, comma-separated Host header values accepted besides loopback names and the -http host")
+	fs.StringVar(&text.origins, "http-allowed-origins", "", "with -http, comma-separated Origin values (scheme://host[:port]) accepted besides loopback origins")
+	optionVar(fs, &c.keepAlive, "http-keep-alive", DefaultKeepAlive, "with -http, period of keep-alive comments on long-lived SSE streams")
 	c.auth.register(fs)
 	c.skills.register(fs)
 	c.telemetry.register(fs)
-	fs.IntVar(&c.tasks.MaxTasks, "max-tasks", DefaultMaxTasks, "tasks kept at once, running or finished (the tasks extension)")
-	fs.IntVar(&c.tasks.MaxTasksPerOwner, "max-tasks-per-owner", DefaultMaxTasksPerOwner, "tasks kept at once for one connection or HTTP session")
-	fs.Int64Var(&c.tasks.MaxBytes, "max-task-bytes", DefaultMaxTaskBytes, "bytes of results, questions, answers and running tasks' requests kept by all tasks")
-	fs.Int64Var(&c.tasks.MaxBytesPerOwner, "max-task-bytes-per-owner", DefaultMaxTaskBytesOwner, "the same, for the tasks of one connection or HTTP session")
-	fs.DurationVar(&c.tasks.TTL, "task-ttl", DefaultTaskTTL, "how long a task is kept from its creation (ttlMs); its work is cancelled then")
-	fs.DurationVar(&c.tasks.PollInterval, "task-poll-interval", DefaultTaskPollInterval, "the pollIntervalMs suggested to clients; faster tasks/get polls are refused beyond -task-poll-burst")
-	fs.IntVar(&c.tasks.PollBurst, "task-poll-burst", DefaultTaskPollBurst, "tasks/get polls of one task answered in a row faster than -task-poll-interval")
+	optionVar(fs, &c.tasks.MaxTasks, "max-tasks", DefaultMaxTasks, "tasks kept at once, running or finished (the tasks extension)")
+	optionVar(fs, &c.tasks.MaxTasksPerOwner, "max-tasks-per-owner", DefaultMaxTasksPerOwner, "tasks kept at once for one connection or HTTP session")
+	optionVar(fs, &c.tasks.MaxBytes, "max-task-bytes", DefaultMaxTaskBytes, "bytes of results, questions, answers and running tasks' requests kept by all tasks")
+	optionVar(fs, &c.tasks.MaxBytesPerOwner, "max-task-bytes-per-owner", DefaultMaxTaskBytesOwner, "the same, for the tasks of one connection or HTTP session")
+	optionVar(fs, &c.tasks.TTL, "task-ttl", DefaultTaskTTL, "how long a task is kept from its creation (ttlMs); its work is cancelled then")
+	optionVar(fs, &c.tasks.PollInterval, "task-poll-interval", DefaultTaskPollInterval, "the pollIntervalMs suggested to clients; faster tasks/get polls are refused beyond -task-poll-burst")
+	optionVar(fs, &c.tasks.PollBurst, "task-poll-burst", DefaultTaskPollBurst, "tasks/get polls of one task answered in a row faster than -task-poll-interval")
 	c.store.register(fs)
-	fs.IntVar(&c.maxConnections, "http-max-connections", DefaultMaxConnections, "with -http, connections served at once; at the cap the longest-idle keep-alive connection is closed for a new one, else it waits to be accepted")
-	fs.IntVar(&c.maxHeaderBytes, "http-max-header-bytes", DefaultMaxHeaderBytes, "with -http, limit of a request's header lines (431 beyond)")
-	fs.IntVar(&c.maxClientConcurrency, "max-client-concurrency", 0, "with -http, requests one client (a principal, a session, or the stateless requests of one address) runs at once while others wait for a worker; alone it may use every worker (0: all of -max-concurrency)")
-	fs.IntVar(&c.maxClientQueue, "max-client-queue", 0, "with -http, requests one client may queue while another client has one queued; alone it may fill the queue (0: all of -max-queue)")
-	fs.IntVar(&c.maxClientInflightBytes, "max-client-inflight-bytes", 0, "with -http, bytes one client may hold while another client holds some; alone it may use the whole budget (0: all of -max-inflight-bytes)")
+	optionVar(fs, &c.maxConnections, "http-max-connections", DefaultMaxConnections, "with -http, connections served at once; at the cap the longest-idle keep-alive connection is closed for a new one, else it waits to be accepted")
+	optionVar(fs, &c.maxHeaderBytes, "http-max-header-bytes", DefaultMaxHeaderBytes, "with -http, limit of a request's header lines (431 beyond)")
+	optionVar(fs, &c.maxClientConcurrency, "max-client-concurrency", 0, "with -http, requests one client (a principal, a session, or the stateless requests of one address) runs at once while others wait for a worker; alone it may use every worker (0: all of -max-concurrency)")
+	optionVar(fs, &c.maxClientQueue, "max-client-queue", 0, "with -http, requests one client may queue while another client has one queued; alone it may fill the queue (0: all of -max-queue)")
+	optionVar(fs, &c.maxClientInflightBytes, "max-client-inflight-bytes", 0, "with -http, bytes one client may hold while another client holds some; alone it may use the whole budget (0: all of -max-inflight-bytes)")
 	fs.Func("http-trusted-proxies", "with -http, comma-separated CIDR prefixes (or addresses) of the reverse proxies whose Forwarded / X-Forwarded-For client address is believed (default none)", func(v string) error {
-		p, err := ParseTrustedProxies(v)
+		p, err := parseTrustedProxies(v)
 		c.trustedProxies = p
 		return err
 	})
-	fs.IntVar(&c.maxClientSessions, "max-client-sessions", 0, "with -http, sessions one client may hold by taking the places of other clients' idle sessions at the cap of -http-max-sessions; alone it may create them all (0: all of them)")
+	optionVar(fs, &c.maxClientSessions, "max-client-sessions", 0, "with -http, sessions one client may hold by taking the places of other clients' idle sessions at the cap of -http-max-sessions; alone it may create them all (0: all of them)")
 	c.http.register(fs)
-	if err := fs.Parse(args); err != nil {
-		return c, err
-	}
+	return fs
+}
+
+// check validates c, parsed by fs, converts text into it, and returns it;
+// an error is reported on stderr.
+func (c config) check(fs *flag.FlagSet, text flagText, stderr io.Writer) (config, error) {
 	fail := func(format string, a ...any) (config, error) {
 		err := fmt.Errorf(format, a...)
 		fmt.Fprintln(stderr, "mcpstdio:", err)
@@ -126,12 +148,15 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if fs.NArg() > 0 {
 		return fail("unexpected arguments: %q", fs.Args())
 	}
-	if err := c.logLevel.UnmarshalText([]byte(level)); err != nil {
+	if err := c.logLevel.UnmarshalText([]byte(text.level)); err != nil {
 		return fail("-log-level: %v", err)
 	}
-	c.notificationMethods = splitList(methods)
-	c.protocols = splitList(protocols)
-	c.allowedHosts, c.allowedOrigins = splitList(hosts), splitList(origins)
+	c.notificationMethods = splitList(text.methods)
+	c.protocols = splitList(text.protocols)
+	if err := validateVersions(c.protocols); err != nil {
+		return fail("-protocols: %v", err)
+	}
+	c.allowedHosts, c.allowedOrigins = splitList(text.hosts), splitList(text.origins)
 	if c.notifyEvery > 0 && len(c.notificationMethods) == 0 {
 		return fail("-notify-every needs -notification-methods")
 	}
@@ -146,35 +171,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 			return fail("%s: apply with -http only (stdio has one client, which may use the whole executor)", strings.Join(httpOnly, ", "))
 		}
 	}
-	for name, v := range map[string]int{"-max-line-bytes": c.maxLineBytes, "-max-concurrency": c.maxConcurrency, "-max-subscriptions": c.maxSubscriptions, "-max-inflight-bytes": c.maxInflightBytes,
-		"-http-max-connections": c.maxConnections, "-http-max-header-bytes": c.maxHeaderBytes} {
-		if v <= 0 {
-			return fail("%s must be positive, got %d", name, v)
-		}
-	}
-	for name, v := range map[string]int{"-max-client-concurrency": c.maxClientConcurrency, "-max-client-queue": c.maxClientQueue, "-max-client-inflight-bytes": c.maxClientInflightBytes, "-max-client-sessions": c.maxClientSessions} {
-		if v < 0 {
-			return fail("%s must not be negative, got %d", name, v)
-		}
-	}
-	if c.procs < 0 {
-		return fail("-procs must not be negative, got %d", c.procs)
-	}
-	if c.writeTimeout <= 0 {
-		return fail("-write-timeout must be positive, got %v", c.writeTimeout)
-	}
-	if c.keepAlive <= 0 {
-		return fail("-http-keep-alive must be positive, got %v", c.keepAlive)
-	}
-	if c.pageSize <= 0 {
-		return fail("-page-size must be positive, got %d", c.pageSize)
-	}
-	if err := c.checkTaskFlags(); err != nil {
-		return fail("%v", err)
-	}
-	if err := c.http.check(); err != nil {
-		return fail("%v", err)
-	}
+	c.fillCommandDefaults()
 	if err := c.store.check(); err != nil {
 		return fail("%v", err)
 	}
@@ -186,8 +183,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if err := c.skills.check(set); err != nil {
 		return fail("%v", err)
 	}
-	if stateKeyFile != "" {
-		key, err := readStateKey(stateKeyFile)
+	if text.stateKeyFile != "" {
+		key, err := readStateKey(text.stateKeyFile)
 		if err != nil {
 			return fail("-state-key-file: %v", err)
 		}
@@ -196,24 +193,15 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	return c, nil
 }
 
-// checkTaskFlags refuses a task bound that is not positive (the option's
-// zero would mean the default, not zero).
-func (c *config) checkTaskFlags() error {
-	t := c.tasks
-	for name, v := range map[string]int64{
-		"-max-tasks": int64(t.MaxTasks), "-max-tasks-per-owner": int64(t.MaxTasksPerOwner),
-		"-max-task-bytes": t.MaxBytes, "-max-task-bytes-per-owner": t.MaxBytesPerOwner, "-task-poll-burst": int64(t.PollBurst),
-	} {
-		if v <= 0 {
-			return fmt.Errorf("%s must be positive, got %d", name, v)
-		}
-	}
-	for name, v := range map[string]time.Duration{"-task-ttl": t.TTL, "-task-poll-interval": t.PollInterval} {
-		if v <= 0 {
-			return fmt.Errorf("%s must be positive, got %v", name, v)
-		}
-	}
-	return nil
+// fillCommandDefaults replaces the 0 of the flags whose values the command
+// uses itself (not only passes to an option, which defaults its own 0) by
+// their defaults.
+func (c *config) fillCommandDefaults() {
+	defaultTo(&c.writeTimeout, DefaultWriteTimeout)
+	defaultTo(&c.maxLineBytes, DefaultMaxLineBytes)
+	defaultTo(&c.maxHeaderBytes, DefaultMaxHeaderBytes)
+	defaultTo(&c.http.maxBodyBytes, DefaultMaxBodyBytes)
+	defaultTo(&c.skills.rescan, defaultSkillsRescan)
 }
 
 // readStateKey returns the secret in file: its bytes without trailing ASCII
@@ -274,7 +262,7 @@ func run(args []string, stderr *os.File) int {
 		Logger:               logger,
 	})
 	if err != nil {
-		fmt.Fprintln(stderr, "mcpstdio: -protocols:", err)
+		fmt.Fprintln(stderr, err)
 		return 2
 	}
 	if err := registerReferenceCatalog(rt); err != nil {
@@ -307,22 +295,14 @@ func run(args []string, stderr *os.File) int {
 	// or SIGTERM cannot end the process in between.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	opts := Options{
-		WriteTimeout:        c.writeTimeout,
-		MaxLineBytes:        c.maxLineBytes,
-		RequestTimeout:      c.requestTimeout,
-		MaxSubscriptions:    c.maxSubscriptions,
-		NotificationMethods: c.notificationMethods,
-		MaxConcurrency:      c.maxConcurrency,
-		MaxQueue:            c.maxQueue,
-		MaxInflightBytes:    c.maxInflightBytes,
-		Logger:              logger,
-		Observer:            tel.observer(),
-	}
+	opts := c.stdioOptions()
+	opts.Logger, opts.Observer = logger, tel.observer()
 	if procs := stdioProcs(c.procs); procs != nil {
 		// The governor needs the executor's Busy: the command makes the
 		// executor the transport would have made, and closes it after Serve.
-		exec, err := NewExecutor(ExecutorOptions{MaxConcurrency: c.maxConcurrency, MaxQueue: c.maxQueue, MaxInflightBytes: c.maxInflightBytes, Busy: procs.busy})
+		execOpts := opts.executorOptions()
+		execOpts.Busy = procs.busy
+		exec, err := NewExecutor(execOpts)
 		if err != nil {
 			fmt.Fprintln(stderr, "mcpstdio:", err)
 			return 2
@@ -361,6 +341,20 @@ func run(args []string, stderr *os.File) int {
 	}
 }
 
+// stdioOptions are the transport's options the flags set.
+func (c *config) stdioOptions() Options {
+	return Options{
+		WriteTimeout:        c.writeTimeout,
+		MaxLineBytes:        c.maxLineBytes,
+		RequestTimeout:      c.requestTimeout,
+		MaxSubscriptions:    c.maxSubscriptions,
+		NotificationMethods: c.notificationMethods,
+		MaxConcurrency:      c.maxConcurrency,
+		MaxQueue:            c.maxQueue,
+		MaxInflightBytes:    c.maxInflightBytes,
+	}
+}
+
 // memoryLimit is the soft memory limit of the process (runtime/debug), on
 // stdio and with -http: the input admitted and the answers kept for their
 // write (-max-inflight-bytes: lines or POST bodies, and over HTTP their
@@ -371,12 +365,22 @@ func run(args []string, stderr *os.File) int {
 // handlers hold until their answer is admitted (the arguments they
 // decoded, the answer being built). It keeps the collector from letting the
 // heap grow to twice what is live (GOGC=100) when the input is large.
+//
+// With -max-inflight-bytes unlimited there is no soft memory limit:
+// memoryLimit returns math.MaxInt64, the runtime's own "none".
 func memoryLimit(c config) int64 {
+	budget := c.maxInflightBytes
+	switch budget {
+	case Unlimited:
+		return math.MaxInt64
+	case 0:
+		budget = DefaultMaxInflightBytes
+	}
 	message := c.maxLineBytes
 	if c.httpAddr != "" {
 		message = c.http.maxBodyBytes
 	}
-	return int64(c.maxInflightBytes) + 4*int64(message) + 16<<20
+	return int64(budget) + 4*int64(message) + 16<<20
 }
 
 // setMemoryLimit sets the soft memory limit to limit unless GOMEMLIMIT is

@@ -46,8 +46,8 @@ func (f *authFlags) register(fs *flag.FlagSet) {
 		}
 		return fmt.Errorf("%q is not off, allow or require", v)
 	})
-	fs.IntVar(&f.dpopMaxProofs, "auth-dpop-max-proofs", DefaultDPoPMaxProofs, "with -auth-dpop, the DPoP proofs remembered against replay (a proof that does not fit is refused 503)")
-	fs.IntVar(&f.dpopMaxClientProofs, "auth-dpop-max-client-proofs", 0, "with -auth-dpop, the DPoP proofs remembered of one principal (0: a quarter of -auth-dpop-max-proofs; negative: all of them)")
+	optionVar(fs, &f.dpopMaxProofs, "auth-dpop-max-proofs", DefaultDPoPMaxProofs, "with -auth-dpop, the DPoP proofs remembered against replay (a proof that does not fit is refused 503)")
+	optionVar(fs, &f.dpopMaxClientProofs, "auth-dpop-max-client-proofs", 0, "with -auth-dpop, the DPoP proofs remembered of one principal (0: a quarter of -auth-dpop-max-proofs; unlimited: all of them)", Unlimited)
 }
 
 // check validates the flags once parsed (withHTTP: -http was given) and
@@ -67,11 +67,8 @@ func (f *authFlags) check(withHTTP bool) error {
 			return errors.New("-auth-dpop needs -auth-issuer")
 		}
 	}
-	switch {
-	case f.dpop == DPoPOff && (f.dpopMaxProofs != DefaultDPoPMaxProofs || f.dpopMaxClientProofs != 0):
+	if f.dpop == DPoPOff && (f.dpopMaxProofs != DefaultDPoPMaxProofs && f.dpopMaxProofs != 0 || f.dpopMaxClientProofs != 0) {
 		return errors.New("-auth-dpop-max-proofs and -auth-dpop-max-client-proofs need -auth-dpop allow or require")
-	case f.dpopMaxProofs <= 0:
-		return fmt.Errorf("-auth-dpop-max-proofs must be positive, got %d", f.dpopMaxProofs)
 	}
 	if f.issuer == "" {
 		return nil

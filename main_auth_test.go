@@ -42,11 +42,11 @@ func TestAuthFlags(t *testing.T) {
 		{"tool scope without =", with(jwt, "-auth-tool-scopes", "echo"), `-auth-tool-scopes: "echo" is not TOOL=SCOPE`},
 		{"DPoP allowed", with(jwt, "-auth-dpop", "allow"), ""},
 		{"DPoP off", with(jwt, "-auth-dpop", "off"), ""},
-		{"DPoP required, with its bounds", with(introspection, "-auth-client-secret-file", secret, "-auth-dpop", "require", "-auth-dpop-max-proofs", "10", "-auth-dpop-max-client-proofs", "-1"), ""},
+		{"DPoP required, with its bounds", with(introspection, "-auth-client-secret-file", secret, "-auth-dpop", "require", "-auth-dpop-max-proofs", "10", "-auth-dpop-max-client-proofs", "unlimited"), ""},
 		{"DPoP of an unknown mode", with(jwt, "-auth-dpop", "on"), `"on" is not off, allow or require`},
 		{"DPoP without issuer", []string{"-auth-dpop", "allow"}, "-auth-dpop needs -auth-issuer"},
 		{"DPoP bounds without DPoP", with(jwt, "-auth-dpop-max-client-proofs", "3"), "need -auth-dpop allow or require"},
-		{"no DPoP proofs", with(jwt, "-auth-dpop", "allow", "-auth-dpop-max-proofs", "0"), "-auth-dpop-max-proofs must be positive"},
+		{"negative DPoP proofs", with(jwt, "-auth-dpop", "allow", "-auth-dpop-max-proofs", "-1"), `invalid value "-1" for flag -auth-dpop-max-proofs: must be >= 0, got -1`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -74,7 +74,8 @@ func TestAuthFlags(t *testing.T) {
 	}{
 		{jwt, DPoPOptions{}},
 		{with(jwt, "-auth-dpop", "allow"), DPoPOptions{Mode: DPoPAllow, MaxProofs: DefaultDPoPMaxProofs}},
-		{with(jwt, "-auth-dpop", "require", "-auth-dpop-max-proofs", "10", "-auth-dpop-max-client-proofs", "-1"), DPoPOptions{Mode: DPoPRequire, MaxProofs: 10, MaxClientProofs: -1}},
+		{with(jwt, "-auth-dpop", "require", "-auth-dpop-max-proofs", "10", "-auth-dpop-max-client-proofs", "unlimited"), DPoPOptions{Mode: DPoPRequire, MaxProofs: 10, MaxClientProofs: Unlimited}},
+		{with(jwt, "-auth-dpop", "allow", "-auth-dpop-max-proofs", "0", "-auth-dpop-max-client-proofs", "0"), DPoPOptions{Mode: DPoPAllow}},
 	} {
 		c, err := parseFlags(tt.args, &stderr)
 		if err != nil {

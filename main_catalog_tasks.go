@@ -49,7 +49,7 @@ func registerTaskFixtures(rt *Runtime, _ referenceMedia) error {
 		{referenceTool("confirm_delete", "Asks the user to confirm deleting a file (elicitation), as a task when the client supports tasks", confirmSchema), optional, confirmDelete},
 		{referenceTool("multi_input", "Asks the user two questions at once (elicitation), as a task when the client supports tasks", noArgumentsSchema), optional, askTwoAtOnce},
 		{referenceTool("test_tool_with_task", "Asks the user's name first, then becomes a task that greets them; runs only as a task", noArgumentsSchema),
-			&ToolExecution{TaskSupport: TaskRequired, TaskAfter: -1}, greetAfterAsking},
+			&ToolExecution{TaskSupport: TaskRequired, TaskAfter: Unlimited}, greetAfterAsking},
 	}
 	for _, t := range tools {
 		t.tool.Execution = t.execution

@@ -28,30 +28,13 @@ type httpBoundFlags struct {
 }
 
 func (f *httpBoundFlags) register(fs *flag.FlagSet) {
-	fs.IntVar(&f.maxSessions, "http-max-sessions", DefaultMaxSessions, "with -http, live sessions (2025-era, made by initialize) of all clients together; an initialize beyond them is refused 503")
-	fs.DurationVar(&f.sessionIdleTimeout, "http-session-idle-timeout", DefaultSessionIdleTimeout, "with -http, time a session may stay with no request running and no stream open; beyond it the session ends, and its id is answered 404")
-	fs.IntVar(&f.maxListenStreams, "http-max-listen-streams", DefaultMaxListenStreams, "with -http, open subscriptions/listen streams of all clients together (one client's: -max-subscriptions); one beyond is answered -32603")
-	fs.IntVar(&f.maxReplayBytes, "http-max-replay-bytes", DefaultMaxReplayBytes, "with -http, bytes of SSE events all sessions keep to resume streams after Last-Event-ID; beyond them the oldest go first, of the session keeping the most, and resuming after one gone is refused 400")
-	fs.IntVar(&f.maxSessionReplayBytes, "http-max-session-replay-bytes", DefaultMaxSessionReplayBytes, "with -http, bytes of SSE events one session keeps to resume its streams after Last-Event-ID; beyond them its oldest go first, and resuming after one gone is refused 400")
-	fs.IntVar(&f.maxBodyBytes, "http-max-body-bytes", DefaultMaxBodyBytes, "with -http, limit of one POST body (413 beyond, without reading it whole)")
-	fs.DurationVar(&f.readBodyTimeout, "http-read-body-timeout", DefaultReadBodyTimeout, "with -http, time a POST body may take to arrive once the server starts reading it (408 beyond)")
-}
-
-// check refuses a bound that is not positive (the option's zero would mean
-// the default, not zero).
-func (f *httpBoundFlags) check() error {
-	for name, v := range map[string]int{"-http-max-sessions": f.maxSessions, "-http-max-listen-streams": f.maxListenStreams,
-		"-http-max-replay-bytes": f.maxReplayBytes, "-http-max-session-replay-bytes": f.maxSessionReplayBytes, "-http-max-body-bytes": f.maxBodyBytes} {
-		if v <= 0 {
-			return fmt.Errorf("%s must be positive, got %d", name, v)
-		}
-	}
-	for name, v := range map[string]time.Duration{"-http-session-idle-timeout": f.sessionIdleTimeout, "-http-read-body-timeout": f.readBodyTimeout} {
-		if v <= 0 {
-			return fmt.Errorf("%s must be positive, got %v", name, v)
-		}
-	}
-	return nil
+	optionVar(fs, &f.maxSessions, "http-max-sessions", DefaultMaxSessions, "with -http, live sessions (2025-era, made by initialize) of all clients together; an initialize beyond them is refused 503")
+	optionVar(fs, &f.sessionIdleTimeout, "http-session-idle-timeout", DefaultSessionIdleTimeout, "with -http, time a session may stay with no request running and no stream open; beyond it the session ends, and its id is answered 404")
+	optionVar(fs, &f.maxListenStreams, "http-max-listen-streams", DefaultMaxListenStreams, "with -http, open subscriptions/listen streams of all clients together (one client's: -max-subscriptions); one beyond is answered -32603")
+	optionVar(fs, &f.maxReplayBytes, "http-max-replay-bytes", DefaultMaxReplayBytes, "with -http, bytes of SSE events all sessions keep to resume streams after Last-Event-ID; beyond them the oldest go first, of the session keeping the most, and resuming after one gone is refused 400")
+	optionVar(fs, &f.maxSessionReplayBytes, "http-max-session-replay-bytes", DefaultMaxSessionReplayBytes, "with -http, bytes of SSE events one session keeps to resume its streams after Last-Event-ID; beyond them its oldest go first, and resuming after one gone is refused 400")
+	optionVar(fs, &f.maxBodyBytes, "http-max-body-bytes", DefaultMaxBodyBytes, "with -http, limit of one POST body (413 beyond, without reading it whole)")
+	optionVar(fs, &f.readBodyTimeout, "http-read-body-timeout", DefaultReadBodyTimeout, "with -http, time a POST body may take to arrive once the server starts reading it (408 beyond)")
 }
 
 // httpOptions are the handler's options the flags set.

@@ -21,7 +21,7 @@ func TestBinaryBadLimitFlags(t *testing.T) {
 		{"-max-client-concurrency", "2"}, // stdio has one client
 		{"-max-client-inflight-bytes", "100"},
 		{"-http", ":0", "-max-client-queue", "-1"},
-		{"-http", ":0", "-http-max-connections", "0"},
+		{"-http", ":0", "-http-max-connections", "-1"},
 		{"-http", ":0", "-http-max-header-bytes", "-5"},
 	} {
 		cmd := exec.Command(serverBinary(t), args...)

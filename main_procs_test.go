@@ -127,11 +127,11 @@ func TestExecutorBusyMarksFirstStartAndLastReturn(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	sub := e.NewSubmitter()
-	defer sub.Close()
+	sub := e.newSubmitter()
+	defer sub.close()
 	release := []chan struct{}{make(chan struct{}), make(chan struct{}), make(chan struct{})}
 	submit := func(i int) {
-		if _, err := sub.Submit(string(rune('a'+i)), -1, func(ctx context.Context) any {
+		if _, err := sub.submitWork(string(rune('a'+i)), -1, func(ctx context.Context) any {
 			<-release[i]
 			return nil
 		}); err != nil {
@@ -149,18 +149,18 @@ func TestExecutorBusyMarksFirstStartAndLastReturn(t *testing.T) {
 		t.Fatalf("two jobs running: Busy got %v, want [true]", got)
 	}
 	close(release[0])
-	<-sub.Outcomes()
+	<-sub.outcomes
 	if got := seen(); !slices.Equal(got, []bool{true}) {
 		t.Fatalf("one job left: Busy got %v, want [true]", got)
 	}
 	close(release[1])
-	<-sub.Outcomes()
+	<-sub.outcomes
 	if got := seen(); !slices.Equal(got, []bool{true, false}) {
 		t.Fatalf("no job left: Busy got %v, want [true false]", got)
 	}
 	submit(2)
 	close(release[2])
-	<-sub.Outcomes()
+	<-sub.outcomes
 	if got := seen(); !slices.Equal(got, []bool{true, false, true, false}) {
 		t.Fatalf("after a third job: Busy got %v, want [true false true false]", got)
 	}
@@ -183,7 +183,7 @@ func TestStdioProcsFollowsFlagAndEnvironment(t *testing.T) {
 		t.Errorf("GOMAXPROCS set: a governor")
 	}
 	var stderr strings.Builder
-	if _, err := parseFlags([]string{"-procs", "-1"}, &stderr); err == nil || !strings.Contains(stderr.String(), "-procs must not be negative") {
+	if _, err := parseFlags([]string{"-procs", "-1"}, &stderr); err == nil || !strings.Contains(stderr.String(), "for flag -procs: must be >= 0, got -1") {
 		t.Errorf("-procs -1: err %v, stderr %q", err, stderr.String())
 	}
 }

@@ -14,21 +14,21 @@ import (
 // extension (skills_catalog.go) serving a folder.
 type skillsFlags struct {
 	dir    string
-	rescan time.Duration
+	rescan time.Duration // Unlimited: never
 }
+
+// defaultSkillsRescan is -skills-rescan's default.
+const defaultSkillsRescan = 10 * time.Second
 
 // register adds the flags to fs.
 func (f *skillsFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.dir, "skills", "", "serve the skills in this `DIR` (the skills extension; each skill a folder with a SKILL.md, e.g. testdata/skills)")
-	fs.DurationVar(&f.rescan, "skills-rescan", 10*time.Second, "with -skills, look for added, changed and removed skills on this period (0: only at start and when skills/get names a new one)")
+	optionVar(fs, &f.rescan, "skills-rescan", defaultSkillsRescan, "with -skills, look for added, changed and removed skills on this period (unlimited: only at start and when skills/get names a new one)", Unlimited)
 }
 
-// check refuses a -skills that is not a directory, a negative period, and
-// -skills-rescan without -skills.
+// check refuses a -skills that is not a directory, and -skills-rescan
+// without -skills.
 func (f *skillsFlags) check(set map[string]bool) error {
-	if f.rescan < 0 {
-		return fmt.Errorf("-skills-rescan must not be negative, got %v", f.rescan)
-	}
 	if f.dir == "" {
 		if set["skills-rescan"] {
 			return errors.New("-skills-rescan needs -skills")
@@ -52,7 +52,7 @@ func (f *skillsFlags) start(rt *Runtime, logger *slog.Logger) (stop func(), err 
 	if err != nil {
 		return nil, fmt.Errorf("-skills: %w", err)
 	}
-	skills, err := rt.AddSkills(root.FS(), SkillsOptions{Logger: logger})
+	skills, err := rt.AddSkills(root.FS(), SkillsOptions{})
 	if err != nil {
 		root.Close()
 		return nil, err
@@ -62,7 +62,7 @@ func (f *skillsFlags) start(rt *Runtime, logger *slog.Logger) (stop func(), err 
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if f.rescan == 0 {
+		if f.rescan == Unlimited {
 			<-ctx.Done()
 			return
 		}

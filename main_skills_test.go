@@ -17,7 +17,7 @@ import (
 func TestBinarySkills(t *testing.T) {
 	dir := t.TempDir()
 	copyTree(t, filepath.Join("testdata", "skills"), dir)
-	p := startServer(t, "-skills", dir, "-skills-rescan", "0")
+	p := startServer(t, "-skills", dir, "-skills-rescan", "unlimited")
 	caps := resultOf(t, p.call(initLine))["capabilities"].(map[string]any)
 	if ext, _ := caps["extensions"].(map[string]any)[SkillsExtension].(map[string]any); ext["directoryRead"] != true {
 		t.Fatalf("capabilities %v", caps)
@@ -68,8 +68,9 @@ func TestParseFlagsSkills(t *testing.T) {
 		{[]string{"-skills", filepath.Join(t.TempDir(), "missing")}, "is not a readable directory"},
 		{[]string{"-skills", file}, "is not a readable directory"},
 		{[]string{"-skills-rescan", "1s"}, "-skills-rescan needs -skills"},
-		{[]string{"-skills", "testdata/skills", "-skills-rescan", "-1s"}, "-skills-rescan must not be negative"},
+		{[]string{"-skills", "testdata/skills", "-skills-rescan", "-1s"}, "for flag -skills-rescan: must be >= 0 or unlimited, got -1s"},
 		{[]string{"-skills", "testdata/skills", "-skills-rescan", "0"}, ""},
+		{[]string{"-skills", "testdata/skills", "-skills-rescan", "unlimited"}, ""},
 	} {
 		var stderr strings.Builder
 		_, err := parseFlags(tt.args, &stderr)

@@ -45,10 +45,15 @@ func startTelemetry(f telemetryFlags, rt *Runtime, logger *slog.Logger, getenv f
 		return &commandTelemetry{}, nil
 	}
 	if !exporting {
-		opts = TelemetryOptions{ServiceName: opts.ServiceName}
+		// Metrics only: spans that nothing exports are not recorded.
+		opts = TelemetryOptions{ServiceName: opts.ServiceName, SampleRatio: None}
 	}
 	opts.Logger = logger
-	ct := &commandTelemetry{t: NewTelemetry(opts)}
+	t, err := NewTelemetry(opts)
+	if err != nil {
+		return nil, err
+	}
+	ct := &commandTelemetry{t: t}
 	ct.t.ObserveTasks(rt.TaskStore())
 	if f.metricsAddr != "" {
 		ln, err := net.Listen("tcp", f.metricsAddr)

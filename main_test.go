@@ -297,21 +297,16 @@ func TestBinaryBadFlags(t *testing.T) {
 		{"-notification-methods", "notifications/progress"},
 		{"-notification-methods", "hello"},
 		{"-protocols", "1999-01-01"},
-		{"-max-line-bytes", "0"},
-		{"-max-inflight-bytes", "0"},
-		{"-page-size", "0"},
-		{"-max-tasks", "0"},
+		{"-max-line-bytes", "-1"},
+		{"-max-inflight-bytes", "-1"},
 		{"-max-tasks-per-owner", "-1"},
-		{"-max-task-bytes", "0"},
-		{"-max-task-bytes-per-owner", "0"},
-		{"-task-ttl", "0s"},
 		{"-task-poll-interval", "-1ms"},
-		{"-task-poll-burst", "0"},
 		{"-write-timeout", "-1s"},
+		{"-max-concurrency", "unlimited"},
 		{"-notify-every", "1s"},
 		{"-log-level", "loud"},
 		{"-http", "no-port"},
-		{"-http", ":0", "-http-keep-alive", "0s"},
+		{"-http", ":0", "-http-keep-alive", "-1s"},
 		{"-http", ":0", "-http-allowed-origins", "example.com"},
 		{"-http", ":0", "-notification-methods", "notifications/example/x"},
 	} {
@@ -473,34 +468,5 @@ func TestBinaryTaskFlags(t *testing.T) {
 	}
 	if code, rest := p.exit(); code != 0 || len(rest) != 0 {
 		t.Fatalf("exit status %d, frames %v, stderr: %s", code, rest, p.stderrText())
-	}
-}
-
-// TestMaxQueueFlagZeroIsTheDefault checks that -max-queue means what MaxQueue
-// means (docs/explanation/contract.md, "Options"): 0 the default, a negative
-// value no queue.
-func TestMaxQueueFlagZeroIsTheDefault(t *testing.T) {
-	tests := []struct {
-		flag string
-		want int // the executor's effective queue limit; 0: no queue
-	}{
-		{"0", defaultMaxQueue},
-		{"7", 7},
-		{"-1", 0},
-		{"-5", 0},
-	}
-	for _, tt := range tests {
-		c, err := parseFlags([]string{"-max-queue", tt.flag}, io.Discard)
-		if err != nil {
-			t.Fatalf("-max-queue %s: %v", tt.flag, err)
-		}
-		e, err := NewExecutor(ExecutorOptions{MaxQueue: c.maxQueue})
-		if err != nil {
-			t.Fatalf("-max-queue %s: %v", tt.flag, err)
-		}
-		if got := e.Stats().MaxQueue; got != tt.want {
-			t.Errorf("-max-queue %s: the executor queues %d, want %d", tt.flag, got, tt.want)
-		}
-		e.Close()
 	}
 }

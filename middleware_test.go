@@ -357,7 +357,7 @@ func TestMiddlewareKeepsInlineTools(t *testing.T) {
 	rt := inlineRuntime(t, entered, release)
 	seen := make(chan seenMessage, 100)
 	rt.Use(recordingMiddleware(seen))
-	h := startHarnessWith(t, Options{MaxConcurrency: 1, MaxQueue: -1}, rt)
+	h := startHarnessWith(t, Options{MaxConcurrency: 1, MaxQueue: None}, rt)
 	h.send(inlineCall(1, "slow", ""))
 	waitFor(t, entered, "the slow tool")
 	h.expectAnswer(inlineCall(2, "quick", ""), toolAnswer(2, "quick"))

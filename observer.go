@@ -202,19 +202,22 @@ type SessionInfo struct {
 	Started   time.Time
 	// The rest is set for SessionEnded only. ProtocolVersion is the version
 	// the session negotiated ("" when it never did); ErrorType is the
-	// error.type of a session that ended on an error, "" when it ended
-	// normally (see SessionErrorType).
+	// error.type of a session that ended on an error: output_failed when a
+	// write failed or timed out, executor_closed when an injected executor
+	// closed under it, _OTHER for anything else; "" when it ended normally
+	// (its input ended, the client or the application closed it, or the
+	// server's context ended: a shutdown is not the session's failure).
 	ProtocolVersion string
 	ErrorType       string
 }
 
-// SessionErrorType is the error.type of a session whose owner loop ended
+// sessionErrorType is the error.type of a session whose owner loop ended
 // with err: "" for a normal end (its input ended, the client or the
 // application closed it, or the server's context ended: a shutdown is not
 // the session's failure); output_failed when a write failed or timed out;
 // executor_closed when an injected executor closed under it; _OTHER for
 // anything else.
-func SessionErrorType(err error) string {
+func sessionErrorType(err error) string {
 	switch {
 	case err == nil, errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return ""
@@ -272,11 +275,11 @@ func operationSpanFromContext(ctx context.Context) OperationSpan {
 	return span
 }
 
-// ContextWithOperationSpan returns ctx carrying span, as a handler's context
+// contextWithOperationSpan returns ctx carrying span, as a handler's context
 // carries its request's: SpanContextFromContext, the traceparent of the
 // server's requests and notifications and the child and linked spans start
 // from it.
-func ContextWithOperationSpan(ctx context.Context, span OperationSpan) context.Context {
+func contextWithOperationSpan(ctx context.Context, span OperationSpan) context.Context {
 	return span.Context(context.WithValue(ctx, operationSpanKey{}, span))
 }
 

@@ -84,7 +84,7 @@ func (ex *execution) observedContext(ctx context.Context) context.Context {
 	}
 	ex.span.Started(time.Now())
 	ex.req.SpanContext = ex.span.SpanContext()
-	return ContextWithOperationSpan(ctx, ex.span)
+	return contextWithOperationSpan(ctx, ex.span)
 }
 
 // sessionStarted and sessionEnded tell the observer about a connection that
@@ -102,7 +102,7 @@ func (c *connection) sessionEnded() {
 		return
 	}
 	c.observer.SessionEnded(SessionInfo{ID: c.sessionID, Transport: c.transport, Started: c.sessionStart,
-		ProtocolVersion: c.session.ProtocolVersion, ErrorType: SessionErrorType(c.endErr)})
+		ProtocolVersion: c.session.ProtocolVersion, ErrorType: sessionErrorType(c.endErr)})
 }
 
 // abandonOperations ends the spans of the requests still admitted when the
@@ -218,7 +218,7 @@ func startLinkedOperation(ctx context.Context, what, target string) (context.Con
 	if span == nil {
 		return ctx, nil
 	}
-	return ContextWithOperationSpan(ctx, span), span
+	return contextWithOperationSpan(ctx, span), span
 }
 
 // endLinkedOperation ends the span startLinkedOperation returned, if any:

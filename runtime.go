@@ -20,7 +20,9 @@ const (
 
 const defaultPageSize = 100
 
-// RuntimeOptions configure a Runtime. A zero value means the default.
+// RuntimeOptions configure a Runtime. A zero value means the default, and a
+// field says when it also takes Unlimited (see Unlimited for the rule every
+// options struct follows).
 type RuntimeOptions struct {
 	// ServerInfo identifies the server; Name and Version are required.
 	ServerInfo Implementation
@@ -40,12 +42,11 @@ type RuntimeOptions struct {
 	CacheTTLMs int64
 	CacheScope string
 	// ClientRequestTimeout bounds the wait for the client's answer to a
-	// server-to-client request (initialize era), within the
-	// handler's context: 0 means 60s; a negative value leaves only the
-	// handler's context.
+	// server-to-client request (initialize era), within the handler's
+	// context: 0 means 60s; Unlimited leaves only the handler's context.
 	ClientRequestTimeout time.Duration
 	// RequestStateTTL is how long a 2026 requestState stays valid: 0 means
-	// one hour; a negative value means it never expires.
+	// one hour; Unlimited means it never expires.
 	RequestStateTTL time.Duration
 	// StateKey is the secret that signs pagination cursors and 2026
 	// requestStates, so that replicas given the same StateKey accept each
@@ -76,7 +77,8 @@ type RuntimeOptions struct {
 	// a tool whose Execution supports them.
 	Tasks TaskProvider
 	// Logger receives diagnostics (handler panics, results that failed to
-	// encode); nil discards them. Never written to the protocol output.
+	// encode, and those of the tasks and skills served); nil:
+	// slog.Default(). Never written to the protocol output.
 	Logger *slog.Logger
 	// Policy, when set, decides which tools, prompts and resources each
 	// principal may see and use (policy.go). Results then differ per
@@ -150,7 +152,7 @@ func (*Runtime) fillsRequestSpace() {}
 // first invalid option.
 func NewRuntime(opts RuntimeOptions) (*Runtime, error) {
 	if err := validateRuntimeOptions(&opts); err != nil {
-		return nil, fmt.Errorf("runtime options: %w", err)
+		return nil, fmt.Errorf("mcpstdio: %w", err)
 	}
 	cursors, err := newCursorCodec(opts.StateKey)
 	if err != nil {
@@ -180,63 +182,62 @@ func NewRuntime(opts RuntimeOptions) (*Runtime, error) {
 	rt.listChanged[listResources] = opts.ResourcesListChanged
 	rt.states, rt.clientRequestTimeout = states, opts.ClientRequestTimeout
 	if rt.serverInfoJSON, err = marshalJSON(rt.info); err != nil {
-		return nil, fmt.Errorf("runtime options: encoding ServerInfo: %w", err)
+		return nil, fmt.Errorf("mcpstdio: RuntimeOptions.ServerInfo: encoding it: %w", err)
 	}
 	if rt.serverInfoMeta, err = marshalJSON(map[string]json.RawMessage{metaKeyServerInfo: rt.serverInfoJSON}); err != nil {
-		return nil, fmt.Errorf("runtime options: encoding ServerInfo: %w", err)
+		return nil, fmt.Errorf("mcpstdio: RuntimeOptions.ServerInfo: encoding it: %w", err)
 	}
 	if opts.Tasks != nil {
 		if rt.tasks, err = opts.Tasks.tasksFor(rt); err != nil {
-			return nil, fmt.Errorf("runtime options: %w", err)
+			return nil, fmt.Errorf("mcpstdio: %w", err)
 		}
 	}
 	return rt, nil
 }
 
-// validateRuntimeOptions checks opts and fills in defaults.
+// validateRuntimeOptions checks opts and fills in defaults. Its error
+// names the first invalid field as RuntimeOptions.Field.
 func validateRuntimeOptions(opts *RuntimeOptions) error {
 	if opts.ServerInfo.Name == "" {
-		return errors.New("ServerInfo.Name is required")
+		return errors.New("RuntimeOptions.ServerInfo.Name is required")
 	}
 	if opts.ServerInfo.Version == "" {
-		return errors.New("ServerInfo.Version is required")
+		return errors.New("RuntimeOptions.ServerInfo.Version is required")
 	}
 	if opts.ProtocolVersions == nil {
 		opts.ProtocolVersions = defaultProtocolVersions()
 	}
 	if err := validateVersions(opts.ProtocolVersions); err != nil {
-		return fmt.Errorf("ProtocolVersions: %w", err)
+		return fmt.Errorf("RuntimeOptions.ProtocolVersions: %w", err)
 	}
-	switch {
-	case opts.PageSize < 0:
-		return fmt.Errorf("PageSize %d is negative", opts.PageSize)
-	case opts.PageSize == 0:
-		opts.PageSize = defaultPageSize
-	}
-	if opts.CacheTTLMs < 0 {
-		return fmt.Errorf("CacheTTLMs %d is negative", opts.CacheTTLMs)
+	if err := checkOptions(
+		checkOption("RuntimeOptions.PageSize", opts.PageSize),
+		checkOption("RuntimeOptions.CacheTTLMs", opts.CacheTTLMs),
+		checkOption("RuntimeOptions.ClientRequestTimeout", opts.ClientRequestTimeout, Unlimited),
+		checkOption("RuntimeOptions.RequestStateTTL", opts.RequestStateTTL, Unlimited),
+	); err != nil {
+		return err
 	}
 	switch opts.CacheScope {
 	case "":
 		opts.CacheScope = CacheScopePrivate
 	case CacheScopePrivate, CacheScopePublic:
 	default:
-		return fmt.Errorf("CacheScope %q is neither %q nor %q", opts.CacheScope, CacheScopePrivate, CacheScopePublic)
+		return fmt.Errorf("RuntimeOptions.CacheScope %q is neither %q nor %q", opts.CacheScope, CacheScopePrivate, CacheScopePublic)
 	}
 	if opts.Policy != nil && opts.CacheScope == CacheScopePublic {
-		return errors.New(`CacheScope "public" cannot go with a Policy: results differ per principal`)
+		return errors.New(`RuntimeOptions.CacheScope "public" cannot go with a Policy: results differ per principal`)
 	}
 	if opts.StateKey != nil && len(opts.StateKey) < minStateKeyBytes {
-		return fmt.Errorf("StateKey is %d bytes, want at least %d", len(opts.StateKey), minStateKeyBytes)
+		return fmt.Errorf("RuntimeOptions.StateKey is %d bytes, want at least %d", len(opts.StateKey), minStateKeyBytes)
 	}
 	if opts.DefaultLogLevel != "" && logSeverity(opts.DefaultLogLevel) < 0 {
-		return fmt.Errorf("DefaultLogLevel %q is not an MCP log level", opts.DefaultLogLevel)
+		return fmt.Errorf("RuntimeOptions.DefaultLogLevel %q is not an MCP log level", opts.DefaultLogLevel)
 	}
+	defaultTo(&opts.PageSize, defaultPageSize)
 	defaultTo(&opts.ClientRequestTimeout, defaultClientRequestTimeout)
 	defaultTo(&opts.RequestStateTTL, defaultRequestStateTTL)
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
+	opts.Logger = defaultLogger(opts.Logger)
 	return nil
 }
 

@@ -142,20 +142,20 @@ func TestNewRuntimeOptions(t *testing.T) {
 		wantErr string
 	}{
 		{"defaults", func(*RuntimeOptions) {}, ""},
-		{"no name", func(o *RuntimeOptions) { o.ServerInfo.Name = "" }, "runtime options: ServerInfo.Name is required"},
-		{"no version", func(o *RuntimeOptions) { o.ServerInfo.Version = "" }, "runtime options: ServerInfo.Version is required"},
-		{"empty version list", func(o *RuntimeOptions) { o.ProtocolVersions = []string{} }, "runtime options: ProtocolVersions: no protocol versions enabled"},
-		{"unknown version", func(o *RuntimeOptions) { o.ProtocolVersions = []string{"2024-10-07"} }, `runtime options: ProtocolVersions: unknown protocol version "2024-10-07" (known: 2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05)`},
+		{"no name", func(o *RuntimeOptions) { o.ServerInfo.Name = "" }, "mcpstdio: RuntimeOptions.ServerInfo.Name is required"},
+		{"no version", func(o *RuntimeOptions) { o.ServerInfo.Version = "" }, "mcpstdio: RuntimeOptions.ServerInfo.Version is required"},
+		{"empty version list", func(o *RuntimeOptions) { o.ProtocolVersions = []string{} }, "mcpstdio: RuntimeOptions.ProtocolVersions: no protocol versions enabled"},
+		{"unknown version", func(o *RuntimeOptions) { o.ProtocolVersions = []string{"2024-10-07"} }, `mcpstdio: RuntimeOptions.ProtocolVersions: unknown protocol version "2024-10-07" (known: 2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05)`},
 		{"repeated version", func(o *RuntimeOptions) {
 			o.ProtocolVersions = []string{ProtocolVersion20250618, ProtocolVersion20250618}
-		}, `runtime options: ProtocolVersions: protocol version "2025-06-18" listed twice`},
-		{"negative page size", func(o *RuntimeOptions) { o.PageSize = -1 }, "runtime options: PageSize -1 is negative"},
-		{"negative ttl", func(o *RuntimeOptions) { o.CacheTTLMs = -5 }, "runtime options: CacheTTLMs -5 is negative"},
-		{"bad scope", func(o *RuntimeOptions) { o.CacheScope = "shared" }, `runtime options: CacheScope "shared" is neither "private" nor "public"`},
+		}, `mcpstdio: RuntimeOptions.ProtocolVersions: protocol version "2025-06-18" listed twice`},
+		{"negative page size", func(o *RuntimeOptions) { o.PageSize = -1 }, "mcpstdio: RuntimeOptions.PageSize must be >= 0, got -1"},
+		{"negative ttl", func(o *RuntimeOptions) { o.CacheTTLMs = -5 }, "mcpstdio: RuntimeOptions.CacheTTLMs must be >= 0, got -5"},
+		{"bad scope", func(o *RuntimeOptions) { o.CacheScope = "shared" }, `mcpstdio: RuntimeOptions.CacheScope "shared" is neither "private" nor "public"`},
 		{"public scope", func(o *RuntimeOptions) { o.CacheScope = CacheScopePublic }, ""},
 		{"32-byte state key", func(o *RuntimeOptions) { o.StateKey = make([]byte, 32) }, ""},
-		{"31-byte state key", func(o *RuntimeOptions) { o.StateKey = make([]byte, 31) }, "runtime options: StateKey is 31 bytes, want at least 32"},
-		{"empty state key", func(o *RuntimeOptions) { o.StateKey = []byte{} }, "runtime options: StateKey is 0 bytes, want at least 32"},
+		{"31-byte state key", func(o *RuntimeOptions) { o.StateKey = make([]byte, 31) }, "mcpstdio: RuntimeOptions.StateKey is 31 bytes, want at least 32"},
+		{"empty state key", func(o *RuntimeOptions) { o.StateKey = []byte{} }, "mcpstdio: RuntimeOptions.StateKey is 0 bytes, want at least 32"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

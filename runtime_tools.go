@@ -117,9 +117,9 @@ type ToolExecution struct {
 	TaskSupport string `json:"taskSupport,omitempty"`
 	// TaskAfter is how long a call that may become a task runs as an
 	// ordinary request first: a handler that returns sooner is answered
-	// directly, with no task. 0 makes every such call a task before its
-	// handler starts; a negative value leaves the decision to the handler
-	// (HandlerRequest.StartTask). A handler that asks the client for input
+	// directly, with no task. 0 (the default) makes every such call a task
+	// before its handler starts; Unlimited leaves the decision to the
+	// handler (HandlerRequest.StartTask). A handler that asks the client for input
 	// before the call became a task stays an ordinary request until it
 	// calls StartTask (in 2026-07-28 the question ends the round with
 	// input_required, so asks come first and the task after them). A call
@@ -217,6 +217,9 @@ func newToolEntry(tool Tool, handler ToolHandler) (*toolEntry, error) {
 		case "", TaskForbidden, TaskOptional, TaskRequired:
 		default:
 			return nil, fmt.Errorf("execution.taskSupport %q is not %q, %q or %q", e.TaskSupport, TaskForbidden, TaskOptional, TaskRequired)
+		}
+		if err := checkOption("ToolExecution.TaskAfter", e.TaskAfter, Unlimited); err != nil {
+			return nil, err
 		}
 		copied := *e
 		tool.Execution = &copied

@@ -42,16 +42,15 @@ const (
 	maxSkillDepth = 32
 )
 
-// SkillsOptions configure AddSkills. A zero value means the default.
+// SkillsOptions configure AddSkills. A zero value means the default. The
+// Runtime's Logger receives a line for every skill left out (invalid
+// frontmatter, a name that does not match its directory, a limit exceeded)
+// and every file skipped.
 type SkillsOptions struct {
 	// Dynamic reports the skills (by skill path, e.g. "acme/refunds") whose
 	// content is generated, so that stable digests cannot be published:
 	// their entries carry "resources": "dynamic". nil: none.
 	Dynamic func(skillPath string) bool
-	// Logger receives a line for every skill left out (invalid
-	// frontmatter, a name that does not match its directory, a limit
-	// exceeded) and every file skipped; nil uses the Runtime's.
-	Logger *slog.Logger
 }
 
 // Skills serves the skills of one fs.FS on a Runtime (AddSkills). Its
@@ -122,10 +121,7 @@ func (rt *Runtime) AddSkills(fsys fs.FS, opts SkillsOptions) (*Skills, error) {
 	if fsys == nil {
 		return nil, errors.New("adding skills: nil fs.FS")
 	}
-	s := &Skills{rt: rt, fsys: fsys, dynamic: opts.Dynamic, logger: opts.Logger}
-	if s.logger == nil {
-		s.logger = rt.logger
-	}
+	s := &Skills{rt: rt, fsys: fsys, dynamic: opts.Dynamic, logger: rt.logger}
 	s.snap.Store(&skillSnapshot{byURI: map[string]*skillEntry{}, files: map[string]Resource{}})
 	for method, h := range map[string]featureMethod{
 		methodSkillsList: s.serveList, methodSkillsGet: s.serveGet, methodDirectoryRead: s.serveDirectoryRead,

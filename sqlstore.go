@@ -34,7 +34,7 @@ const (
 )
 
 // SQLTaskStoreOptions configure NewSQLTaskStore. A zero value means the
-// default.
+// default (see Unlimited for the rule every options struct follows).
 type SQLTaskStoreOptions struct {
 	// DB is the database, opened by the application with its driver (and
 	// its pool bounds: sql.DB.SetMaxOpenConns). Required; the store never
@@ -46,7 +46,7 @@ type SQLTaskStoreOptions struct {
 	// tasks name the same table.
 	Table string
 	// Limits bound the tasks of all replicas together, counted in the
-	// database (each must be > 0; zero means the default of TaskOptions).
+	// database (zero means the default of TaskOptions).
 	Limits TaskLimits
 	// Replica names this process in the database (the runner of the tasks
 	// it runs, the author of its changes); default: the host name, the
@@ -68,7 +68,7 @@ type SQLTaskStoreOptions struct {
 	// Notifier, when the database can announce changes (PostgreSQL's
 	// LISTEN/NOTIFY), wakes the store of every replica at each change.
 	Notifier SQLTaskNotifier
-	// Logger receives the store's diagnostics; default slog.Default().
+	// Logger receives the store's diagnostics (nil: slog.Default()).
 	Logger *slog.Logger
 }
 
@@ -139,24 +139,23 @@ func newSQLTaskStore(ctx context.Context, opts SQLTaskStoreOptions, now func() t
 	return s, nil
 }
 
+// validateSQLTaskStoreOptions checks o and fills in defaults. Its error
+// names the first invalid field.
 func validateSQLTaskStoreOptions(o *SQLTaskStoreOptions) error {
 	if o.DB == nil {
-		return errors.New("SQLTaskStoreOptions.DB is required")
+		return errors.New("mcpstdio: SQLTaskStoreOptions.DB is required")
 	}
 	defaultTo(&o.Table, DefaultSQLTaskTable)
 	if !validSQLTableName(o.Table) {
-		return fmt.Errorf("SQLTaskStoreOptions.Table %q: want letters, digits and underscores (at most 41), not starting with a digit", o.Table)
+		return fmt.Errorf("mcpstdio: SQLTaskStoreOptions.Table %q: want letters, digits and underscores (at most 41), not starting with a digit", o.Table)
 	}
-	l := &o.Limits
-	if l.MaxTasks < 0 || l.MaxTasksPerOwner < 0 || l.MaxBytes < 0 || l.MaxBytesPerOwner < 0 {
-		return fmt.Errorf("SQLTaskStoreOptions.Limits must not be negative, got %+v", *l)
-	}
-	defaultTo(&l.MaxTasks, DefaultMaxTasks)
-	defaultTo(&l.MaxTasksPerOwner, DefaultMaxTasksPerOwner)
-	defaultTo(&l.MaxBytes, DefaultMaxTaskBytes)
-	defaultTo(&l.MaxBytesPerOwner, DefaultMaxTaskBytesOwner)
-	if o.Lease < 0 || o.PollInterval < 0 || o.StatementTimeout < 0 {
-		return errors.New("SQLTaskStoreOptions.Lease, PollInterval and StatementTimeout must not be negative")
+	if err := checkOptions(
+		o.Limits.normalize("SQLTaskStoreOptions.Limits"),
+		checkOption("SQLTaskStoreOptions.Lease", o.Lease),
+		checkOption("SQLTaskStoreOptions.PollInterval", o.PollInterval),
+		checkOption("SQLTaskStoreOptions.StatementTimeout", o.StatementTimeout),
+	); err != nil {
+		return fmt.Errorf("mcpstdio: %w", err)
 	}
 	defaultTo(&o.Lease, DefaultSQLTaskLease)
 	defaultTo(&o.PollInterval, DefaultSQLTaskPollInterval)
@@ -165,11 +164,9 @@ func validateSQLTaskStoreOptions(o *SQLTaskStoreOptions) error {
 		o.Replica = defaultReplicaName()
 	}
 	if len(o.Replica) > 200 {
-		return fmt.Errorf("SQLTaskStoreOptions.Replica is %d bytes, at most 200", len(o.Replica))
+		return fmt.Errorf("mcpstdio: SQLTaskStoreOptions.Replica is %d bytes, at most 200", len(o.Replica))
 	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
+	o.Logger = defaultLogger(o.Logger)
 	return nil
 }
 

@@ -21,8 +21,8 @@ func TestSQLTaskStoreOptionsValidated(t *testing.T) {
 		{"table starting with a digit", SQLTaskStoreOptions{DB: db, Table: "1tasks"}, "Table \"1tasks\""},
 		{"table too long", SQLTaskStoreOptions{DB: db, Table: strings.Repeat("t", 42)}, "at most 41"},
 		{"table with a quote", SQLTaskStoreOptions{DB: db, Table: `t"; DROP`}, "letters, digits and underscores"},
-		{"negative limit", SQLTaskStoreOptions{DB: db, Limits: TaskLimits{MaxTasks: -1}}, "must not be negative"},
-		{"negative lease", SQLTaskStoreOptions{DB: db, Lease: -time.Second}, "must not be negative"},
+		{"negative limit", SQLTaskStoreOptions{DB: db, Limits: TaskLimits{MaxTasks: -1}}, "mcpstdio: SQLTaskStoreOptions.Limits.MaxTasks must be >= 0, got -1"},
+		{"negative lease", SQLTaskStoreOptions{DB: db, Lease: -time.Second}, "mcpstdio: SQLTaskStoreOptions.Lease must be >= 0, got -1s"},
 		{"long replica name", SQLTaskStoreOptions{DB: db, Replica: strings.Repeat("r", 201)}, "at most 200"},
 	}
 	for _, tc := range tests {

@@ -54,8 +54,9 @@ const (
 )
 
 // TaskOptions configure the tasks a Runtime keeps (RuntimeOptions.Tasks). A
-// zero value means the default. The extension is advertised, and its methods
-// served, while a registered tool declares task support.
+// zero value means the default (see Unlimited for the rule every options
+// struct follows). The extension is advertised, and its methods served,
+// while a registered tool declares task support.
 type TaskOptions struct {
 	// Store keeps the tasks; nil means an in-memory store bound by the
 	// limits below. A shared store enforces its own limits; MaxTasks then
@@ -77,19 +78,17 @@ type TaskOptions struct {
 	PollBurst    int
 }
 
-// validateTaskOptions checks o and fills in defaults.
+// validateTaskOptions checks o and fills in defaults. Its error names the
+// first invalid field as TaskOptions.Field.
 func validateTaskOptions(o *TaskOptions) error {
-	l := &o.TaskLimits
-	switch {
-	case l.MaxTasks < 0, l.MaxTasksPerOwner < 0, l.MaxBytes < 0, l.MaxBytesPerOwner < 0:
-		return fmt.Errorf("Tasks limits must not be negative, got %+v", *l)
-	case o.TTL < 0, o.PollInterval < 0, o.PollBurst < 0:
-		return fmt.Errorf("Tasks.TTL, PollInterval and PollBurst must not be negative")
+	if err := checkOptions(
+		o.TaskLimits.normalize("TaskOptions"),
+		checkOption("TaskOptions.TTL", o.TTL),
+		checkOption("TaskOptions.PollInterval", o.PollInterval),
+		checkOption("TaskOptions.PollBurst", o.PollBurst),
+	); err != nil {
+		return err
 	}
-	defaultTo(&l.MaxTasks, DefaultMaxTasks)
-	defaultTo(&l.MaxTasksPerOwner, DefaultMaxTasksPerOwner)
-	defaultTo(&l.MaxBytes, DefaultMaxTaskBytes)
-	defaultTo(&l.MaxBytesPerOwner, DefaultMaxTaskBytesOwner)
 	defaultTo(&o.TTL, DefaultTaskTTL)
 	defaultTo(&o.PollInterval, DefaultTaskPollInterval)
 	defaultTo(&o.PollBurst, DefaultTaskPollBurst)

@@ -192,9 +192,10 @@ func newTaskStatusCounts() map[string]int64 {
 	return map[string]int64{TaskWorking: 0, TaskInputRequired: 0, TaskCompleted: 0, TaskFailed: 0, TaskCancelled: 0}
 }
 
-// TaskLimits bound what a store holds. Each is > 0 once NewRuntime has
-// filled in the defaults. An owner "" (a task anyone with its ID may see) is
-// bound only by the limits in all.
+// TaskLimits bound what a store holds; a zero limit means its default (see
+// TaskOptions). Each is > 0 once NewRuntime has filled in the defaults. An
+// owner "" (a task anyone with its ID may see) is bound only by the limits
+// in all.
 type TaskLimits struct {
 	// MaxTasks is how many tasks the store holds at once, running or
 	// finished and not yet forgotten.
@@ -206,6 +207,24 @@ type TaskLimits struct {
 	// all and per owner.
 	MaxBytes         int64
 	MaxBytesPerOwner int64
+}
+
+// normalize checks l, the TaskLimits of the struct of (TaskOptions, or
+// SQLTaskStoreOptions.Limits), and fills in the defaults.
+func (l *TaskLimits) normalize(of string) error {
+	if err := checkOptions(
+		checkOption(of+".MaxTasks", l.MaxTasks),
+		checkOption(of+".MaxTasksPerOwner", l.MaxTasksPerOwner),
+		checkOption(of+".MaxBytes", l.MaxBytes),
+		checkOption(of+".MaxBytesPerOwner", l.MaxBytesPerOwner),
+	); err != nil {
+		return err
+	}
+	defaultTo(&l.MaxTasks, DefaultMaxTasks)
+	defaultTo(&l.MaxTasksPerOwner, DefaultMaxTasksPerOwner)
+	defaultTo(&l.MaxBytes, DefaultMaxTaskBytes)
+	defaultTo(&l.MaxBytesPerOwner, DefaultMaxTaskBytesOwner)
+	return nil
 }
 
 // ---- the in-memory store ----

@@ -20,10 +20,10 @@ func BenchmarkObserver(b *testing.B) {
 	}{
 		{"none", func() Observer { return nil }},
 		{"telemetry", func() Observer {
-			return NewTelemetry(TelemetryOptions{SampleRatio: 1, MetricInterval: time.Hour, Logger: slog.New(slog.DiscardHandler)})
+			return mustTelemetry(b, TelemetryOptions{SampleRatio: 1, MetricInterval: time.Hour, Logger: slog.New(slog.DiscardHandler)})
 		}},
 		{"telemetry-unsampled", func() Observer {
-			return NewTelemetry(TelemetryOptions{SampleRatio: 0, MetricInterval: time.Hour, Logger: slog.New(slog.DiscardHandler)})
+			return mustTelemetry(b, TelemetryOptions{SampleRatio: None, MetricInterval: time.Hour, Logger: slog.New(slog.DiscardHandler)})
 		}},
 	} {
 		b.Run(tt.name, func(b *testing.B) {
@@ -57,7 +57,7 @@ func BenchmarkObserver(b *testing.B) {
 // trace context is read on the request's worker (telemetrySpan.resolve), so
 // this is one small allocation; BenchmarkObserver has the whole round trip.
 func BenchmarkObserverOwner(b *testing.B) {
-	tel := NewTelemetry(TelemetryOptions{SampleRatio: 1, MetricInterval: time.Hour, Logger: slog.New(slog.DiscardHandler)})
+	tel := mustTelemetry(b, TelemetryOptions{SampleRatio: 1, MetricInterval: time.Hour, Logger: slog.New(slog.DiscardHandler)})
 	op := &OperationStart{
 		Method: "tools/call", RequestID: "1", SessionID: "S", ProtocolVersion: "2025-06-18", Values: context.Background(), Received: time.Now(),
 		Params: []byte(`{"name":"echo","arguments":{"text":"hi"},"_meta":{"progressToken":7,"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","tracestate":"k=v","baggage":"user=ada"}}`),

@@ -115,16 +115,19 @@ func TelemetryOptionsFromEnv(getenv func(string) string) (opts TelemetryOptions,
 		}
 		ratio = r
 	}
+	if ratio == 0 {
+		ratio = None // a SampleRatio of 0 would be the default, 1
+	}
 	switch sampler {
 	case "", "parentbased_always_on":
 	case "always_on":
 		opts.ParentBased = false
 	case "always_off":
-		opts.SampleRatio, opts.ParentBased = 0, false
+		opts.SampleRatio, opts.ParentBased = None, false
 	case "traceidratio":
 		opts.SampleRatio, opts.ParentBased = ratio, false
 	case "parentbased_always_off":
-		opts.SampleRatio = 0
+		opts.SampleRatio = None
 	case "parentbased_traceidratio":
 		opts.SampleRatio = ratio
 	default:

@@ -82,7 +82,7 @@ func TestTelemetryCollectorDownDropsAndCounts(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close()
 	const queue = 8
-	tel := NewTelemetry(TelemetryOptions{TracesEndpoint: "http://" + addr + "/v1/traces", SampleRatio: 1, MaxQueue: queue,
+	tel := mustTelemetry(t, TelemetryOptions{TracesEndpoint: "http://" + addr + "/v1/traces", SampleRatio: 1, MaxQueue: queue,
 		BatchDelay: time.Hour, MetricInterval: time.Hour, Timeout: 200 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
 	// Each request ends a server span and a child span: 2 per request.
 	serveWhileExporting(t, tel, 50)
@@ -141,7 +141,7 @@ func TestTelemetryCollectorGarbageAndPersistent503(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			col := newTestCollector(t, nil)
 			col.Config.Handler = tt.handle
-			tel := NewTelemetry(TelemetryOptions{TracesEndpoint: col.URL + "/v1/traces", SampleRatio: 1, MaxQueue: 16,
+			tel := mustTelemetry(t, TelemetryOptions{TracesEndpoint: col.URL + "/v1/traces", SampleRatio: 1, MaxQueue: 16,
 				BatchDelay: time.Hour, MetricInterval: time.Hour, Timeout: 300 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
 			serveWhileExporting(t, tel, 20)
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -180,7 +180,9 @@ func TestTelemetryOptionsFromEnv(t *testing.T) {
 		{"service from resource", map[string]string{"OTEL_RESOURCE_ATTRIBUTES": "service.name=r"}, true, "", func(o TelemetryOptions) bool { return o.ServiceName == "r" }},
 		{"parentbased ratio", map[string]string{"OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0.25"}, true, "", func(o TelemetryOptions) bool { return o.ParentBased && o.SampleRatio == 0.25 }},
 		{"ratio", map[string]string{"OTEL_TRACES_SAMPLER": "traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0.5"}, true, "", func(o TelemetryOptions) bool { return !o.ParentBased && o.SampleRatio == 0.5 }},
-		{"always off", map[string]string{"OTEL_TRACES_SAMPLER": "always_off"}, true, "", func(o TelemetryOptions) bool { return !o.ParentBased && o.SampleRatio == 0 }},
+		{"always off", map[string]string{"OTEL_TRACES_SAMPLER": "always_off"}, true, "", func(o TelemetryOptions) bool { return !o.ParentBased && o.SampleRatio == None }},
+		{"parentbased always off", map[string]string{"OTEL_TRACES_SAMPLER": "parentbased_always_off"}, true, "", func(o TelemetryOptions) bool { return o.ParentBased && o.SampleRatio == None }},
+		{"ratio 0", map[string]string{"OTEL_TRACES_SAMPLER": "traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0"}, true, "", func(o TelemetryOptions) bool { return !o.ParentBased && o.SampleRatio == None }},
 		{"bad ratio", map[string]string{"OTEL_TRACES_SAMPLER": "traceidratio", "OTEL_TRACES_SAMPLER_ARG": "2"}, false, "OTEL_TRACES_SAMPLER_ARG", nil},
 		{"bad sampler", map[string]string{"OTEL_TRACES_SAMPLER": "jaeger_remote"}, false, "OTEL_TRACES_SAMPLER", nil},
 		{"grpc refused", map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, false, "OTEL_EXPORTER_OTLP_PROTOCOL", nil},
@@ -209,7 +211,7 @@ func TestTelemetryOptionsFromEnv(t *testing.T) {
 }
 
 func TestTelemetrySamplerRatio(t *testing.T) {
-	tel := NewTelemetry(TelemetryOptions{SampleRatio: 0.25, ParentBased: true})
+	tel := mustTelemetry(t, TelemetryOptions{SampleRatio: 0.25, ParentBased: true})
 	sampled := 0
 	for i := range 4000 {
 		var id [16]byte
@@ -239,7 +241,7 @@ func TestTraceLogHandler(t *testing.T) {
 	col := newTestCollector(t, nil)
 	tel := newTestTelemetry(t, col, 8)
 	span := tel.StartOperation(&OperationStart{Method: "ping", Params: []byte(`{"_meta":{"traceparent":"` + testParent + `"}}`)})
-	ctx := ContextWithOperationSpan(context.Background(), span)
+	ctx := contextWithOperationSpan(context.Background(), span)
 	logger.InfoContext(ctx, "inside")
 	logger.With("k", "v").InfoContext(context.Background(), "outside")
 	out := b.String()

@@ -81,7 +81,7 @@ func TestTelemetryTasksGaugeOfAnyStore(t *testing.T) {
 		return rt
 	}
 	newTel := func() *Telemetry {
-		return NewTelemetry(TelemetryOptions{MetricInterval: time.Hour, Logger: slog.New(slog.DiscardHandler)})
+		return mustTelemetry(t, TelemetryOptions{MetricInterval: time.Hour, Logger: slog.New(slog.DiscardHandler)})
 	}
 	var _ TaskStatusCounter = (*SQLTaskStore)(nil)
 	var _ TaskStatusCounter = (*memoryTaskStore)(nil)
@@ -128,7 +128,7 @@ func TestTelemetryTasksGaugeOfAnyStore(t *testing.T) {
 
 // stdio's open subscriptions/listen streams are in the listen streams gauge.
 func TestTelemetryStdioListenStreamsGauge(t *testing.T) {
-	tel := NewTelemetry(TelemetryOptions{MetricInterval: time.Hour, Logger: slog.New(slog.DiscardHandler)})
+	tel := mustTelemetry(t, TelemetryOptions{MetricInterval: time.Hour, Logger: slog.New(slog.DiscardHandler)})
 	tr, client, err := NewMemoryTransport(telemetryRuntime(t, nil), Options{Observer: tel})
 	if err != nil {
 		t.Fatal(err)

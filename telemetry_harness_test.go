@@ -180,10 +180,20 @@ func spanNamed(t *testing.T, spans []otlpSpan, name string) otlpSpan {
 	return found[0]
 }
 
+// mustTelemetry returns NewTelemetry(opts), failing tb on an error.
+func mustTelemetry(tb testing.TB, opts TelemetryOptions) *Telemetry {
+	tb.Helper()
+	tel, err := NewTelemetry(opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return tel
+}
+
 // newTestTelemetry returns a Telemetry that exports to c only when shut
 // down (or when a batch fills), so that tests decide when spans arrive.
 func newTestTelemetry(t *testing.T, c *testCollector, maxQueue int) *Telemetry {
-	tel := NewTelemetry(TelemetryOptions{
+	tel := mustTelemetry(t, TelemetryOptions{
 		ServiceName: "mcpstdio-test", TracesEndpoint: c.URL + "/v1/traces", MetricsEndpoint: c.URL + "/v1/metrics",
 		SampleRatio: 1, ParentBased: true, MaxQueue: maxQueue, BatchDelay: time.Hour, MetricInterval: time.Hour,
 		Timeout: 5 * time.Second, Logger: slog.New(slog.DiscardHandler),

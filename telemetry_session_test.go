@@ -11,7 +11,7 @@ import (
 )
 
 // mcp.server.session.duration carries error.type when, and only when, the
-// session ended on an error (SessionErrorType), with the version the session
+// session ended on an error (sessionErrorType), with the version the session
 // negotiated.
 func TestTelemetrySessionDurationErrorType(t *testing.T) {
 	const initialize = `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}` + "\n"
@@ -40,7 +40,7 @@ func TestTelemetrySessionDurationErrorType(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tel := NewTelemetry(TelemetryOptions{MetricInterval: time.Hour, Logger: slog.New(slog.DiscardHandler)})
+			tel := mustTelemetry(t, TelemetryOptions{MetricInterval: time.Hour, Logger: slog.New(slog.DiscardHandler)})
 			opts := tt.opts(t)
 			opts.Observer = tel
 			opts.Logger = slog.New(slog.DiscardHandler)
@@ -72,8 +72,8 @@ func TestSessionErrorType(t *testing.T) {
 		{ErrExecutorClosed, "executor_closed"},
 		{errors.New("something else"), "_OTHER"},
 	} {
-		if got := SessionErrorType(tt.err); got != tt.want {
-			t.Errorf("SessionErrorType(%v) = %q, want %q", tt.err, got, tt.want)
+		if got := sessionErrorType(tt.err); got != tt.want {
+			t.Errorf("sessionErrorType(%v) = %q, want %q", tt.err, got, tt.want)
 		}
 	}
 }

@@ -283,7 +283,7 @@ func TestTelemetryCancelledTimedOutRefused(t *testing.T) {
 	col := newTestCollector(t, nil)
 	tel := newTestTelemetry(t, col, 64)
 	started := make(chan struct{}, 1)
-	client := memorySession(t, telemetryRuntime(t, started), Options{Observer: tel, MaxConcurrency: 1, MaxQueue: -1, RequestTimeout: time.Hour})
+	client := memorySession(t, telemetryRuntime(t, started), Options{Observer: tel, MaxConcurrency: 1, MaxQueue: None, RequestTimeout: time.Hour})
 
 	telSend(t, client, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"block","arguments":{}}}`)
 	<-started
@@ -408,7 +408,7 @@ func TestTelemetryTaskRunIsALinkedSpan(t *testing.T) {
 func TestTelemetryUnsampledRequestsKeepTheirMetrics(t *testing.T) {
 	seriesOf := func(opts TelemetryOptions) []string {
 		opts.MetricInterval, opts.Logger = time.Hour, slog.New(slog.DiscardHandler)
-		tel := NewTelemetry(opts)
+		tel := mustTelemetry(t, opts)
 		t.Cleanup(func() { tel.Shutdown(context.Background()) })
 		client := memorySession(t, telemetryRuntime(t, nil), Options{Observer: tel})
 		for _, line := range []string{
@@ -432,7 +432,7 @@ func TestTelemetryUnsampledRequestsKeepTheirMetrics(t *testing.T) {
 		return series
 	}
 	recorded := seriesOf(TelemetryOptions{SampleRatio: 1})
-	unrecorded := seriesOf(TelemetryOptions{SampleRatio: 0})
+	unrecorded := seriesOf(TelemetryOptions{SampleRatio: None})
 	if len(recorded) != 5 || !slices.Equal(recorded, unrecorded) { // initialize and the four
 		t.Errorf("operation series, every span recorded:\n%s\nnone recorded:\n%s", strings.Join(recorded, "\n"), strings.Join(unrecorded, "\n"))
 	}
@@ -444,10 +444,10 @@ func TestStartSpanUnderAnUnsampledRequest(t *testing.T) {
 	for _, tt := range []struct {
 		ratio     float64
 		wantChild bool
-	}{{0, false}, {1, true}} {
-		tel := NewTelemetry(TelemetryOptions{SampleRatio: tt.ratio, MetricInterval: time.Hour, Logger: slog.New(slog.DiscardHandler)})
+	}{{None, false}, {1, true}} {
+		tel := mustTelemetry(t, TelemetryOptions{SampleRatio: tt.ratio, MetricInterval: time.Hour, Logger: slog.New(slog.DiscardHandler)})
 		op := &OperationStart{Method: "tools/call", RequestID: "1", Values: context.Background(), Received: time.Now(), Params: []byte(`{"name":"echo"}`)}
-		ctx := ContextWithOperationSpan(context.Background(), tel.StartOperation(op))
+		ctx := contextWithOperationSpan(context.Background(), tel.StartOperation(op))
 		got, span := StartSpan(ctx, "child")
 		if (span != nil) != tt.wantChild || (got != ctx) != tt.wantChild {
 			t.Errorf("ratio %v: span %v, new context %v; want a child: %v", tt.ratio, span != nil, got != ctx, tt.wantChild)

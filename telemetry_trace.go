@@ -9,6 +9,7 @@ package main
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"strconv"
@@ -29,8 +30,10 @@ const (
 const maxAttributeLength = 1024
 
 // TelemetryOptions configure a Telemetry; TelemetryOptionsFromEnv reads
-// them from the OpenTelemetry environment variables. The zero value records
-// metrics (for MetricsHandler) and exports nothing.
+// them from the OpenTelemetry environment variables. A zero value means the
+// default (see Unlimited for the rule every options struct follows): the
+// zero TelemetryOptions records metrics (for MetricsHandler) and every
+// trace, and exports nothing.
 type TelemetryOptions struct {
 	ServiceName string
 	// ResourceAttributes are added to the resource (service.name aside).
@@ -43,8 +46,9 @@ type TelemetryOptions struct {
 	Headers map[string]string
 	// Timeout bounds one export, retries included (default 10s).
 	Timeout time.Duration
-	// SampleRatio is the share of new traces recorded (0 to 1);
-	// ParentBased follows the sampled flag of a propagated parent instead.
+	// SampleRatio is the share of new traces recorded, up to 1 (default 1:
+	// every trace; None: no trace); ParentBased follows the sampled flag of
+	// a propagated parent instead.
 	SampleRatio float64
 	ParentBased bool
 	// MaxQueue bounds the spans waiting for export (default 2048); a span
@@ -55,7 +59,7 @@ type TelemetryOptions struct {
 	// MetricInterval is the period of metric exports (default 60s).
 	MetricInterval time.Duration
 	// Logger receives export failures, at most one record per failure
-	// streak (default slog.Default()).
+	// streak (nil: slog.Default()).
 	Logger *slog.Logger
 }
 
@@ -71,29 +75,22 @@ type Telemetry struct {
 	sessionsOpen atomic.Int64
 }
 
-// NewTelemetry returns a Telemetry configured by opts and starts its
-// exporter; Shutdown stops it.
-func NewTelemetry(opts TelemetryOptions) *Telemetry {
-	if opts.Timeout <= 0 {
-		opts.Timeout = 10 * time.Second
-	}
-	if opts.MaxQueue <= 0 {
-		opts.MaxQueue = 2048
-	}
-	if opts.MaxExportBatch <= 0 || opts.MaxExportBatch > opts.MaxQueue {
-		opts.MaxExportBatch = min(512, opts.MaxQueue)
-	}
-	if opts.BatchDelay <= 0 {
-		opts.BatchDelay = 5 * time.Second
-	}
-	if opts.MetricInterval <= 0 {
-		opts.MetricInterval = time.Minute
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
-	}
-	if opts.ServiceName == "" {
-		opts.ServiceName = "mcpstdio"
+// Defaults of TelemetryOptions.
+const (
+	defaultTelemetryTimeout      = 10 * time.Second
+	defaultTelemetryMaxQueue     = 2048
+	defaultTelemetryExportBatch  = 512
+	defaultTelemetryBatchDelay   = 5 * time.Second
+	defaultTelemetryMetricPeriod = time.Minute
+	defaultTelemetryServiceName  = "mcpstdio"
+)
+
+// NewTelemetry validates opts and returns a Telemetry configured by them,
+// its exporter started; Shutdown stops it. An invalid option is an error
+// naming it.
+func NewTelemetry(opts TelemetryOptions) (*Telemetry, error) {
+	if err := opts.normalize(); err != nil {
+		return nil, err
 	}
 	t := &Telemetry{opts: opts, metrics: newTelemetryMetrics()}
 	t.resource = append(t.resource, telemetryAttr{key: "service.name", value: opts.ServiceName})
@@ -109,7 +106,32 @@ func NewTelemetry(opts TelemetryOptions) *Telemetry {
 	if opts.TracesEndpoint != "" || opts.MetricsEndpoint != "" {
 		t.export = newOTLPExporter(t)
 	}
-	return t
+	return t, nil
+}
+
+// normalize checks o and fills in the defaults. A MaxExportBatch above
+// MaxQueue is MaxQueue.
+func (o *TelemetryOptions) normalize() error {
+	if err := checkOptions(
+		checkOption("TelemetryOptions.Timeout", o.Timeout),
+		checkAtMost("TelemetryOptions.SampleRatio", o.SampleRatio, 1, None),
+		checkOption("TelemetryOptions.MaxQueue", o.MaxQueue),
+		checkOption("TelemetryOptions.MaxExportBatch", o.MaxExportBatch),
+		checkOption("TelemetryOptions.BatchDelay", o.BatchDelay),
+		checkOption("TelemetryOptions.MetricInterval", o.MetricInterval),
+	); err != nil {
+		return fmt.Errorf("mcpstdio: %w", err)
+	}
+	defaultTo(&o.Timeout, defaultTelemetryTimeout)
+	defaultTo(&o.SampleRatio, 1)
+	defaultTo(&o.MaxQueue, defaultTelemetryMaxQueue)
+	defaultTo(&o.MaxExportBatch, defaultTelemetryExportBatch)
+	o.MaxExportBatch = min(o.MaxExportBatch, o.MaxQueue)
+	defaultTo(&o.BatchDelay, defaultTelemetryBatchDelay)
+	defaultTo(&o.MetricInterval, defaultTelemetryMetricPeriod)
+	defaultTo(&o.ServiceName, defaultTelemetryServiceName)
+	o.Logger = defaultLogger(o.Logger)
+	return nil
 }
 
 // telemetryAttr is one span or metric attribute: a string, or an integer when
@@ -273,7 +295,7 @@ func (s *telemetrySpan) Started(at time.Time) {
 	s.running.CompareAndSwap(0, at.UnixNano())
 }
 
-// Context returns ctx as it is: ContextWithOperationSpan put s in it under
+// Context returns ctx as it is: contextWithOperationSpan put s in it under
 // the core's key, which is where this package looks for it.
 func (s *telemetrySpan) Context(ctx context.Context) context.Context { return ctx }
 
@@ -370,7 +392,7 @@ func StartSpan(ctx context.Context, name string) (context.Context, *Span) {
 	}
 	s := parent.t.newSpan(name, spanKindInternal, parent.sc, true, time.Now())
 	s.sc.Flags = parent.sc.Flags
-	return ContextWithOperationSpan(ctx, s), &Span{s: s}
+	return contextWithOperationSpan(ctx, s), &Span{s: s}
 }
 
 // SetAttribute sets a string attribute; call it before End.

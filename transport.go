@@ -21,7 +21,9 @@ const (
 // not started yet or has returned.
 var ErrClosed = errors.New("mcpstdio: transport closed")
 
-// Options configure a Transport. A zero value means the default.
+// Options configure a Transport. A zero value means the default, and a
+// field says when it also takes Unlimited or None (see Unlimited for the
+// rule every options struct follows).
 type Options struct {
 	// Input and Output carry the newline-delimited JSON-RPC stream. Both are
 	// required, except by ServeStdio and NewStdioTransport, which serve the
@@ -47,7 +49,7 @@ type Options struct {
 	// 2,000,000).
 	MaxLineBytes int
 	// RequestTimeout is each request's deadline, counted from when it starts
-	// running; 0 means the executor's default (30s), negative means none.
+	// running; 0 means the executor's default (30s), Unlimited none.
 	RequestTimeout time.Duration
 	// MaxSubscriptions limits the subscriptions one connection holds
 	// (default 32): open subscriptions/listen streams and URIs subscribed
@@ -60,10 +62,11 @@ type Options struct {
 	NotificationMethods []string
 
 	// Executor runs the work. When nil the transport creates one with
-	// MaxConcurrency, MaxQueue and MaxInflightBytes (see ExecutorOptions)
-	// and closes it when Serve returns; an injected executor is never closed
-	// by the transport. Each message is submitted with its line's length as
-	// its size, so MaxInflightBytes (default 64 MiB; negative: no bound)
+	// MaxConcurrency, MaxQueue and MaxInflightBytes, as ExecutorOptions
+	// define them (MaxQueue also takes Unlimited and None, MaxInflightBytes
+	// Unlimited), and closes it when Serve returns; an injected executor is
+	// never closed by the transport. Each message is submitted with its
+	// line's length as its size, so MaxInflightBytes (default 64 MiB)
 	// bounds the input the admitted messages hold; a message over it is
 	// answered -32603 "Server execution capacity exhausted", as over
 	// MaxConcurrency and MaxQueue.
@@ -72,7 +75,7 @@ type Options struct {
 	MaxQueue         int
 	MaxInflightBytes int
 
-	// Logger receives diagnostics, never protocol output (default
+	// Logger receives diagnostics, never protocol output (nil:
 	// slog.Default()).
 	Logger *slog.Logger
 
@@ -151,9 +154,9 @@ func newTransport(d Dispatcher, opts Options) (*Transport, error) {
 		calls:      make(chan *peerCall),
 	}
 	if t.executor == nil {
-		e, err := NewExecutor(ExecutorOptions{MaxConcurrency: opts.MaxConcurrency, MaxQueue: opts.MaxQueue, MaxInflightBytes: opts.MaxInflightBytes})
+		e, err := NewExecutor(opts.executorOptions())
 		if err != nil {
-			return nil, fmt.Errorf("mcpstdio: %w", err)
+			return nil, err
 		}
 		t.executor, t.ownsExec = e, true
 	}
@@ -161,14 +164,16 @@ func newTransport(d Dispatcher, opts Options) (*Transport, error) {
 }
 
 func (o *Options) normalize() error {
-	switch {
-	case o.WriteTimeout < 0:
-		return fmt.Errorf("mcpstdio: Options.WriteTimeout must be positive, got %v", o.WriteTimeout)
-	case o.MaxLineBytes < 0:
-		return fmt.Errorf("mcpstdio: Options.MaxLineBytes must be positive, got %d", o.MaxLineBytes)
-	case o.MaxSubscriptions < 0:
-		return fmt.Errorf("mcpstdio: Options.MaxSubscriptions must be positive, got %d", o.MaxSubscriptions)
-	case o.Executor != nil && (o.MaxConcurrency != 0 || o.MaxQueue != 0 || o.MaxInflightBytes != 0):
+	if err := checkOptions(
+		checkOption("Options.WriteTimeout", o.WriteTimeout),
+		checkOption("Options.MaxLineBytes", o.MaxLineBytes),
+		checkOption("Options.RequestTimeout", o.RequestTimeout, Unlimited),
+		checkOption("Options.MaxSubscriptions", o.MaxSubscriptions),
+		o.executorOptions().check("Options"),
+	); err != nil {
+		return fmt.Errorf("mcpstdio: %w", err)
+	}
+	if o.Executor != nil && (o.MaxConcurrency != 0 || o.MaxQueue != 0 || o.MaxInflightBytes != 0) {
 		return errors.New("mcpstdio: Options.MaxConcurrency, MaxQueue and MaxInflightBytes apply only when the transport creates its executor")
 	}
 	if err := validateNotificationMethods(o.NotificationMethods); err != nil {
@@ -178,19 +183,13 @@ func (o *Options) normalize() error {
 	defaultTo(&o.WriteTimeout, DefaultWriteTimeout)
 	defaultTo(&o.MaxLineBytes, DefaultMaxLineBytes)
 	defaultTo(&o.MaxSubscriptions, DefaultMaxSubscriptions)
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
+	o.Logger = defaultLogger(o.Logger)
 	return nil
 }
 
-// defaultTo sets *v to def when *v is the zero value: an option left unset
-// takes its default.
-func defaultTo[T comparable](v *T, def T) {
-	var zero T
-	if *v == zero {
-		*v = def
-	}
+// executorOptions are the options of the executor the transport creates.
+func (o Options) executorOptions() ExecutorOptions {
+	return ExecutorOptions{MaxConcurrency: o.MaxConcurrency, MaxQueue: o.MaxQueue, MaxInflightBytes: o.MaxInflightBytes}
 }
 
 // ListenStreams returns how many subscriptions/listen streams are open on

@@ -202,7 +202,7 @@ func TestConcurrentRequestsEachAnsweredWithWholeFrames(t *testing.T) {
 }
 
 func TestOverloadAnswersCapacityExhausted(t *testing.T) {
-	h := startHarness(t, Options{MaxConcurrency: 1, MaxQueue: -1})
+	h := startHarness(t, Options{MaxConcurrency: 1, MaxQueue: None})
 	h.send(`{"jsonrpc":"2.0","id":1,"method":"block"}`)
 	h.d.waitStarted(t)
 	want := `{"jsonrpc":"2.0","id":2,"error":{"code":-32603,"message":"Server execution capacity exhausted"}}` + "\n"
@@ -594,7 +594,7 @@ func TestInjectedExecutorIsNotClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	select {
-	case <-ex.Done():
+	case <-ex.done:
 		t.Fatal("the transport closed an injected executor")
 	default:
 	}
@@ -639,9 +639,9 @@ func TestOptionsValidation(t *testing.T) {
 	}{
 		{"no input", Options{Output: out}, "Options.Input is nil"},
 		{"no output", Options{Input: in}, "Options.Output is nil"},
-		{"negative write timeout", Options{Input: in, Output: out, WriteTimeout: -1}, "WriteTimeout must be positive"},
-		{"negative line limit", Options{Input: in, Output: out, MaxLineBytes: -1}, "MaxLineBytes must be positive"},
-		{"negative subscriptions", Options{Input: in, Output: out, MaxSubscriptions: -1}, "MaxSubscriptions must be positive"},
+		{"negative write timeout", Options{Input: in, Output: out, WriteTimeout: -1}, "mcpstdio: Options.WriteTimeout must be >= 0, got -1ns"},
+		{"negative line limit", Options{Input: in, Output: out, MaxLineBytes: -1}, "mcpstdio: Options.MaxLineBytes must be >= 0, got -1"},
+		{"negative subscriptions", Options{Input: in, Output: out, MaxSubscriptions: -1}, "mcpstdio: Options.MaxSubscriptions must be >= 0, got -1"},
 		{"negative concurrency", Options{Input: in, Output: out, MaxConcurrency: -1}, "oncurrency"},
 		{"limits with injected executor", Options{Input: in, Output: out, Executor: ex, MaxQueue: 3}, "apply only when"},
 		{"byte budget with injected executor", Options{Input: in, Output: out, Executor: ex, MaxInflightBytes: 3}, "apply only when"},

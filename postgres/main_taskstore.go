@@ -37,11 +37,11 @@ type taskStoreFlags struct {
 
 func (f *taskStoreFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.dsn, "dsn", "", "PostgreSQL connection string (postgres://user@host:port/db?sslmode=... or key=value pairs) of the database that keeps the tasks; required")
-	fs.IntVar(&f.maxConns, "db-max-conns", defaultDBMaxConns, "connections to the database at most, besides the one that listens for other replicas' changes")
+	optionVar(fs, &f.maxConns, "db-max-conns", defaultDBMaxConns, "connections to the database at most, besides the one that listens for other replicas' changes")
 	fs.StringVar(&f.table, "db-table", DefaultSQLTaskTable, "the tasks table (created or migrated at start); replicas that share tasks name the same one")
-	fs.DurationVar(&f.lease, "task-lease", DefaultSQLTaskLease, "how long a running task stays leased to its replica without a renewal (renewed every third of it); a replica that dies leaves its tasks failed once the lease expires")
-	fs.DurationVar(&f.pollInterval, "db-poll-interval", DefaultSQLTaskPollInterval, "how often the database is read for other replicas' changes when LISTEN/NOTIFY misses them")
-	fs.DurationVar(&f.statementTimeout, "db-statement-timeout", DefaultSQLStatementTimeout, "limit of each operation on the database; the request is then answered with an error")
+	optionVar(fs, &f.lease, "task-lease", DefaultSQLTaskLease, "how long a running task stays leased to its replica without a renewal (renewed every third of it); a replica that dies leaves its tasks failed once the lease expires")
+	optionVar(fs, &f.pollInterval, "db-poll-interval", DefaultSQLTaskPollInterval, "how often the database is read for other replicas' changes when LISTEN/NOTIFY misses them")
+	optionVar(fs, &f.statementTimeout, "db-statement-timeout", DefaultSQLStatementTimeout, "limit of each operation on the database; the request is then answered with an error")
 }
 
 func (f *taskStoreFlags) check() error {
@@ -53,14 +53,7 @@ func (f *taskStoreFlags) check() error {
 		return fmt.Errorf("-dsn: %v", err)
 	}
 	f.config = config
-	if f.maxConns <= 0 {
-		return fmt.Errorf("-db-max-conns must be positive, got %d", f.maxConns)
-	}
-	for name, v := range map[string]time.Duration{"-task-lease": f.lease, "-db-poll-interval": f.pollInterval, "-db-statement-timeout": f.statementTimeout} {
-		if v <= 0 {
-			return fmt.Errorf("%s must be positive, got %v", name, v)
-		}
-	}
+	defaultTo(&f.maxConns, defaultDBMaxConns) // 0 would be database/sql's "no limit"
 	if !validSQLTableName(f.table) {
 		return fmt.Errorf("-db-table %q: want letters, digits and underscores", f.table)
 	}

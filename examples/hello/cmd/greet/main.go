@@ -6,7 +6,6 @@ package main
 import (
 	"context"
 	"log"
-	"os"
 
 	"example.com/hello/mcp"
 )
@@ -31,8 +30,10 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	// Serve returns nil once stdin ends and every request is answered.
-	if err := mcp.Serve(context.Background(), rt, mcp.Options{Input: os.Stdin, Output: os.Stdout}); err != nil {
+	// ServeStdio serves stdin and stdout, with deadlines on every write and
+	// nothing else of the process writing into the protocol; it returns nil
+	// once stdin ends and every request is answered.
+	if err := mcp.ServeStdio(context.Background(), rt, mcp.Options{}); err != nil {
 		log.Fatal(err)
 	}
 }
