@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime"
 	"sync/atomic"
 )
 
@@ -332,13 +331,6 @@ func readLines(lr *lineReader, out chan<- inbound, ahead *lookahead, stop <-chan
 		wait := ahead.reserve(len(in.line))
 		if !sendInbound(out, in, stop) {
 			return
-		}
-		if !in.more {
-			// The next Read will most likely find nothing yet and park: let
-			// the coordinator serve what it was given first, so that the
-			// answer does not wait behind that Read (one call at a time:
-			// about 5% of a call's latency, bench/limits' pairs).
-			runtime.Gosched()
 		}
 		if in.eof || in.readErr != nil {
 			return
