@@ -69,45 +69,29 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// floorLine is a line the floor's reading goroutine hands over, with more
-// set when the line after it is already read whole (inbound.more).
-type floorLine struct {
-	line []byte
-	more bool
-}
-
 // answerDirect answers each line of lines and writes the answers to the
 // lines taken in a row (maxReady at most, as the owner loop takes them) in
-// one write, holding them while the next line is already read (as
-// coordinator.idle does), until lines is closed or a write fails.
-func answerDirect(lines <-chan floorLine, out io.Writer) {
+// one write, until lines is closed or a write fails.
+func answerDirect(lines <-chan []byte, out io.Writer) {
 	var frames []byte
-	for l := range lines {
-		frames = cannedecho.AppendLine(frames, l.line)
-		more := l.more
+	for line := range lines {
+		frames = cannedecho.AppendLine(frames, line)
 	ready:
 		for range maxReady - 1 {
 			select {
 			case next, ok := <-lines:
 				if !ok {
-					more = false
 					break ready
 				}
-				frames, more = cannedecho.AppendLine(frames, next.line), next.more
+				frames = cannedecho.AppendLine(frames, next)
 			default:
 				break ready
 			}
-		}
-		if more {
-			continue
 		}
 		if _, err := out.Write(frames); err != nil {
 			return
 		}
 		frames = frames[:0]
-	}
-	if len(frames) > 0 {
-		out.Write(frames)
 	}
 }
 
@@ -116,7 +100,7 @@ func answerDirect(lines <-chan floorLine, out io.Writer) {
 // and each worker's frame to a single writing goroutine, one frame in flight.
 // When direct, the loop answers and writes each line itself.
 func runPipelineFloor(in io.Reader, out io.Writer, direct bool) {
-	lines := make(chan floorLine, linesBuffer)
+	lines := make(chan []byte, linesBuffer)
 	go func() {
 		defer close(lines)
 		r := bufio.NewReaderSize(in, defaultReadChunk)
@@ -125,8 +109,7 @@ func runPipelineFloor(in io.Reader, out io.Writer, direct bool) {
 			if err != nil {
 				return
 			}
-			buffered, _ := r.Peek(r.Buffered())
-			lines <- floorLine{line: line, more: bytes.IndexByte(buffered, '\n') >= 0}
+			lines <- line
 		}
 	}()
 	if direct {
@@ -160,7 +143,7 @@ func runPipelineFloor(in io.Reader, out io.Writer, direct bool) {
 				continue
 			}
 			pending++
-			jobs <- l.line
+			jobs <- l
 		case frame := <-outcomes:
 			pending--
 			if writing && <-results != nil {

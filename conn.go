@@ -281,8 +281,6 @@ type execution struct {
 	// answerClaimed and answerRefused are the worker's, read like result:
 	// the dispatcher admitted its answer's bytes before building it
 	// (claimAnswer), or was refused them and answered the overload error.
-	// (The flags sit together so that the record fits the heap's size
-	// classes: TestExecutionRecordsFitTheirSizeClass.)
 	answerClaimed, answerRefused bool
 	// notes keeps what an inline request's handler sends while it runs,
 	// when it has no side record.

@@ -4,29 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"unsafe"
 )
-
-// The records of an admitted message's execution fit the heap's size
-// classes, with the 8-byte header the heap puts before an object of over
-// 512 bytes that holds pointers: a connection allocates one for every
-// message a worker serves (an inline request's is reused), an execution for
-// any Dispatcher and a runtimeExecution for the Runtime, and 16 bytes more
-// would take the next class (1152 and 1792 bytes).
-func TestExecutionRecordsFitTheirSizeClass(t *testing.T) {
-	const mallocHeader = 8
-	for _, record := range []struct {
-		name            string
-		size, sizeClass uintptr
-	}{
-		{"execution", unsafe.Sizeof(execution{}), 1024},
-		{"runtimeExecution", unsafe.Sizeof(runtimeExecution{}), 1536},
-	} {
-		if record.size+mallocHeader > record.sizeClass {
-			t.Errorf("%s is %d bytes and a %d-byte header, over the %d-byte size class", record.name, record.size, mallocHeader, record.sizeClass)
-		}
-	}
-}
 
 // executionsByID behaves as a map of executions by id, whether it holds one
 // inline or a map: through puts and removes that go back and forth between

@@ -36,11 +36,8 @@ type coordinator struct {
 	lines  <-chan inbound // source's events; nil after the end of input
 	writer *frameWriter
 
-	changes *changeBox // from the dispatcher, when it is a ChangeSource
-	// moreComing is the last input event's more: the source is about to
-	// hand over another line without waiting on its input.
-	moreComing bool
-	stopWatch  func()
+	changes   *changeBox // from the dispatcher, when it is a ChangeSource
+	stopWatch func()
 }
 
 func newCoordinator(ctx context.Context, t *Transport, source messageSource, writer *frameWriter) *coordinator {
@@ -114,18 +111,10 @@ func (c *coordinator) finished() (bool, error) {
 }
 
 // idle writes the frames taken since the last wait (a direct writer's; a
-// writing goroutine has them already), unless the source is about to hand over
-// a line it has already read and the coordinator will take it: the frames then
-// go out with that line's, in one write, as a client that sent several lines in
-// one write gets them (docs/explanation/contract.md, "Framing" lets frames that
-// become ready between two waits go out together). The wait is the source's
-// decoding of one line; the frames held stay under aheadBytes (input).
-func (c *coordinator) idle() error {
-	if c.moreComing && c.input() != nil {
-		return nil
-	}
-	return c.outputFailed(c.writer.flush())
-}
+// writing goroutine has them already), in one write
+// (docs/explanation/contract.md, "Framing" lets frames that become ready
+// between two waits go out together).
+func (c *coordinator) idle() error { return c.outputFailed(c.writer.flush()) }
 
 func (c *coordinator) drain() error { return c.outputFailed(c.writer.wait()) }
 
@@ -162,7 +151,6 @@ func (c *coordinator) outputFailed(err error) error {
 // to the connection.
 func (c *coordinator) onInbound(in inbound) error {
 	c.source.taken(in)
-	c.moreComing = in.more
 	switch {
 	case in.tooLong:
 		return c.answer(nil, errorAnswer("", errLineLimit(c.t.opts.MaxLineBytes)))

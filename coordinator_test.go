@@ -2,15 +2,10 @@ package main
 
 import (
 	"bytes"
-	"context"
-	"io"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
-	"time"
 )
 
 // startGated serves the harness's testDispatcher with its initialize gated
@@ -220,119 +215,4 @@ func TestReaderLookaheadIsBoundedInBytes(t *testing.T) {
 			t.Fatalf("after %d lines: %+v, want the end of input", n, in)
 		}
 	})
-}
-
-// chanSource is a message source the test feeds one event at a time.
-type chanSource chan inbound
-
-func (s chanSource) events() <-chan inbound { return s }
-func (chanSource) taken(inbound)            {}
-func (chanSource) close()                   {}
-
-// lockedDeadlineOutput is a deadlineOutput that the test may read while the
-// coordinator writes to it.
-type lockedDeadlineOutput struct {
-	mu sync.Mutex
-	deadlineOutput
-}
-
-func (o *lockedDeadlineOutput) SetWriteDeadline(t time.Time) error {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.deadlineOutput.SetWriteDeadline(t)
-}
-
-func (o *lockedDeadlineOutput) Write(p []byte) (int, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.deadlineOutput.Write(p)
-}
-
-func (o *lockedDeadlineOutput) writesSoFar() []string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	var out []string
-	for _, w := range o.writes {
-		out = append(out, w.data)
-	}
-	return out
-}
-
-// A direct writer's frames wait while the source says that the next line
-// is already read (inbound.more): the answers to the lines of one read go
-// out in one write once the last of them is served, however the reading
-// goroutine and the coordinator take turns. A line without more is
-// answered at once.
-func TestAnswersToTheLinesOfOneReadShareAWrite(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		out := &lockedDeadlineOutput{}
-		tr, err := NewTransport(inlineRuntime(t, nil, nil), Options{Input: strings.NewReader(""), Output: out, Logger: quietLogger()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		src := make(chanSource)
-		tr.connect = func() (messageSource, *frameWriter, func(), error) {
-			return src, newFrameWriter(out, tr.opts.WriteTimeout), nil, nil
-		}
-		done := make(chan error, 1)
-		go func() { done <- tr.Serve(context.Background()) }()
-		feed := func(id int, more bool) {
-			line := []byte(inlineCall(id, "quick", ""))
-			env, err := decodeEnvelope(line)
-			if err != nil {
-				t.Fatal(err)
-			}
-			src <- inbound{line: line, env: env, more: more}
-			synctest.Wait() // the coordinator served it and waits for the next event
-		}
-		feed(1, true)
-		feed(2, true)
-		if w := out.writesSoFar(); len(w) != 0 {
-			t.Fatalf("wrote %q before the last line of the read was served", w)
-		}
-		feed(3, false)
-		if w, want := out.writesSoFar(), []string{toolAnswer(1, "quick") + toolAnswer(2, "quick") + toolAnswer(3, "quick")}; !slices.Equal(w, want) {
-			t.Fatalf("writes %q, want %q", w, want)
-		}
-		feed(4, false)
-		if w := out.writesSoFar(); len(w) != 2 || w[1] != toolAnswer(4, "quick") {
-			t.Fatalf("writes %q, want the answer to 4 written alone", w)
-		}
-		src <- inbound{eof: true}
-		if err := <-done; err != nil {
-			t.Fatalf("Serve: %v", err)
-		}
-	})
-}
-
-// The reading goroutine marks a line whose successor is already read whole.
-func TestReadLinesMarksLinesFollowedByAWholeLine(t *testing.T) {
-	r := &chunkReader{chunks: []string{"{\"a\":1}\n{\"b\":2}\n{\"c\"", ":3}\n"}}
-	out := make(chan inbound, 8)
-	go readLines(newLineReader(r, 1<<10, 0), out, &lookahead{room: make(chan struct{}, 1)}, make(chan struct{}))
-	var got []bool
-	for in := range out {
-		if in.eof {
-			break
-		}
-		got = append(got, in.more)
-	}
-	if want := []bool{true, false, false}; !slices.Equal(got, want) {
-		t.Fatalf("more of each line: %v, want %v", got, want)
-	}
-}
-
-// chunkReader returns its chunks one Read each, then io.EOF.
-type chunkReader struct{ chunks []string }
-
-func (r *chunkReader) Read(p []byte) (int, error) {
-	if len(r.chunks) == 0 {
-		return 0, io.EOF
-	}
-	n := copy(p, r.chunks[0])
-	r.chunks[0] = r.chunks[0][n:]
-	if r.chunks[0] == "" {
-		r.chunks = r.chunks[1:]
-	}
-	return n, nil
 }

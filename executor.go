@@ -166,15 +166,6 @@ type ExecutorOptions struct {
 	MaxClientConcurrency   int
 	MaxClientQueue         int
 	MaxClientInflightBytes int
-
-	// Busy, when not nil, is told each time the executor starts running a
-	// job while it ran none (true) and each time its last running job
-	// returns (false), alternately, beginning with true. It is called with
-	// the executor's lock held, by the goroutine that changed the count: it
-	// must return at once and must not call the executor. A process can
-	// use it to give its workers processors only while some run (the
-	// reference server's -procs).
-	Busy func(busy bool)
 }
 
 // Errors returned by submit. Test them with errors.Is.
@@ -219,7 +210,7 @@ type Executor struct {
 	timeout        time.Duration // negative means no deadline
 	maxBytes       int           // in-flight byte budget; 0 means none
 	done           chan struct{} // closed by Close
-	busy           func(bool)    // ExecutorOptions.Busy
+	busy           func(bool)    // see newExecutor
 	// A client's share of each limit; the client's byte share is 0
 	// exactly when maxBytes is.
 	maxClientConcurrency, maxClientQueue, maxClientBytes int
@@ -247,6 +238,16 @@ type Executor struct {
 // NewExecutor validates opts, applies defaults and returns a running executor.
 // An invalid option is an error naming it, never a panic.
 func NewExecutor(opts ExecutorOptions) (*Executor, error) {
+	return newExecutor(opts, nil)
+}
+
+// newExecutor is NewExecutor with busy, when not nil, told each time the
+// executor starts running a job while it ran none (true) and each time its
+// last running job returns (false), alternately, beginning with true. busy
+// is called with the executor's lock held, by the goroutine that changed
+// the count: it must return at once and must not call the executor. The
+// reference server's processor governor (-procs) uses it.
+func newExecutor(opts ExecutorOptions, busy func(bool)) (*Executor, error) {
 	if err := opts.check("ExecutorOptions"); err != nil {
 		return nil, fmt.Errorf("mcpstdio: %w", err)
 	}
@@ -257,7 +258,7 @@ func NewExecutor(opts ExecutorOptions) (*Executor, error) {
 		maxBytes:       opts.MaxInflightBytes,
 		done:           make(chan struct{}),
 		submitters:     make(map[*submitter]struct{}),
-		busy:           opts.Busy,
+		busy:           busy,
 	}
 	defaultTo(&e.maxConcurrency, defaultMaxConcurrency)
 	defaultTo(&e.timeout, defaultJobTimeout)

@@ -208,12 +208,10 @@ const bodyChunk = 64 << 10
 // inlineBodyBytes is the room a session POST's record keeps for its body: a
 // body of a known length that fits is read there, so that it costs no
 // allocation of its own (most calls are short: a tools/call with 100 bytes
-// of arguments is about 330; a longer body gets its own buffer). With it
-// the record fits the heap's 2688-byte size class with the 8-byte header
-// the heap adds to an object of over 512 bytes that holds pointers
-// (TestPOSTRecordsFitTheirSizeClass). A 2026 POST's record, which is
-// reused, has none: a handler may keep its params, which are the body's
-// bytes.
+// of arguments is about 330; a longer body gets its own buffer;
+// BenchmarkRecordSizes reports the record's size). A 2026 POST's record,
+// which is reused, has none: a handler may keep its params, which are the
+// body's bytes.
 const inlineBodyBytes = 440
 
 // postInput is the room of one POST's body and its reservation, part of

@@ -298,11 +298,10 @@ func run(args []string, stderr *os.File) int {
 	opts := c.stdioOptions()
 	opts.Logger, opts.Observer = logger, tel.observer()
 	if procs := stdioProcs(c.procs); procs != nil {
-		// The governor needs the executor's Busy: the command makes the
-		// executor the transport would have made, and closes it after Serve.
-		execOpts := opts.executorOptions()
-		execOpts.Busy = procs.busy
-		exec, err := NewExecutor(execOpts)
+		// The governor is told when the executor's workers are busy: the
+		// command makes the executor the transport would have made, and
+		// closes it after Serve.
+		exec, err := newExecutor(opts.executorOptions(), procs.busy)
 		if err != nil {
 			fmt.Fprintln(stderr, "mcpstdio:", err)
 			return 2

@@ -37,7 +37,7 @@ const (
 
 // procsGovernor switches GOMAXPROCS between narrow, while no executor
 // worker runs a job, and wide, while one does (see the file comment). The
-// executor tells it (busy, ExecutorOptions.Busy); its goroutine (run) makes
+// executor tells it (busy, given to newExecutor); its goroutine (run) makes
 // the changes, so the executor's lock is never held across one.
 type procsGovernor struct {
 	narrow, wide int
@@ -59,7 +59,7 @@ func newProcsGovernor(narrow, wide int) *procsGovernor {
 	}
 }
 
-// busy is ExecutorOptions.Busy: it never blocks.
+// busy is what newExecutor tells: it never blocks.
 func (g *procsGovernor) busy(running bool) {
 	g.running.Store(running)
 	if !running {

@@ -118,11 +118,11 @@ func TestProcsGovernorWidensForWorkersThatRun(t *testing.T) {
 	})
 }
 
-// The executor tells Busy when its first job starts and when its last one
+// The executor tells busy (newExecutor) when its first job starts and when its last one
 // returns, alternately.
 func TestExecutorBusyMarksFirstStartAndLastReturn(t *testing.T) {
 	var calls []bool
-	e, err := NewExecutor(ExecutorOptions{Busy: func(b bool) { calls = append(calls, b) }})
+	e, err := newExecutor(ExecutorOptions{}, func(b bool) { calls = append(calls, b) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,23 +146,23 @@ func TestExecutorBusyMarksFirstStartAndLastReturn(t *testing.T) {
 	submit(0)
 	submit(1)
 	if got := seen(); !slices.Equal(got, []bool{true}) {
-		t.Fatalf("two jobs running: Busy got %v, want [true]", got)
+		t.Fatalf("two jobs running: busy got %v, want [true]", got)
 	}
 	close(release[0])
 	<-sub.outcomes
 	if got := seen(); !slices.Equal(got, []bool{true}) {
-		t.Fatalf("one job left: Busy got %v, want [true]", got)
+		t.Fatalf("one job left: busy got %v, want [true]", got)
 	}
 	close(release[1])
 	<-sub.outcomes
 	if got := seen(); !slices.Equal(got, []bool{true, false}) {
-		t.Fatalf("no job left: Busy got %v, want [true false]", got)
+		t.Fatalf("no job left: busy got %v, want [true false]", got)
 	}
 	submit(2)
 	close(release[2])
 	<-sub.outcomes
 	if got := seen(); !slices.Equal(got, []bool{true, false, true, false}) {
-		t.Fatalf("after a third job: Busy got %v, want [true false true false]", got)
+		t.Fatalf("after a third job: busy got %v, want [true false true false]", got)
 	}
 }
 

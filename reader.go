@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime"
 	"sync/atomic"
 )
 
@@ -37,10 +36,6 @@ type lineReader struct {
 
 	chunk      []byte // read buffer, allocated once; chunk[start:end] is not yet consumed
 	start, end int
-	// seen is the offset in chunk of a '\n' that lineBuffered found at or
-	// after start, so that scan does not search for it again; -1 when none
-	// is known.
-	seen int
 
 	// partial holds the beginning of the current line when that line spans reads, partialLen bytes in all,
 	// never more than maxLine. It is kept in pieces of at most one chunk, filled in turn, so the line never
@@ -67,7 +62,7 @@ func newLineReader(r io.Reader, maxLine, chunk int) *lineReader {
 	if chunk <= 0 {
 		chunk = defaultReadChunk
 	}
-	return &lineReader{src: r, maxLine: maxLine, chunk: make([]byte, chunk), seen: -1}
+	return &lineReader{src: r, maxLine: maxLine, chunk: make([]byte, chunk)}
 }
 
 // next returns the next line without its "\n", with one trailing "\r" and one leading UTF-8 BOM (EF BB BF) removed.
@@ -102,10 +97,7 @@ func (lr *lineReader) next() ([]byte, error) {
 func (lr *lineReader) scan() (line []byte, err error, ok bool) {
 	for lr.start < lr.end {
 		data := lr.chunk[lr.start:lr.end]
-		newline := lr.seen - lr.start
-		if lr.seen < lr.start {
-			newline = bytes.IndexByte(data, '\n')
-		}
+		newline := bytes.IndexByte(data, '\n')
 		if lr.discarding {
 			if newline < 0 {
 				lr.start = lr.end
@@ -142,18 +134,6 @@ func (lr *lineReader) endLine(tail []byte) (line []byte, err error, ok bool) {
 	return lr.takePartial(tail), nil, true
 }
 
-// lineBuffered reports whether a whole line is buffered after the one next
-// returned last (a line next returns without reading again). It is for a
-// line next returned without error: the reader is not discarding then.
-func (lr *lineReader) lineBuffered() bool {
-	i := bytes.IndexByte(lr.chunk[lr.start:lr.end], '\n')
-	if i < 0 {
-		return false
-	}
-	lr.seen = lr.start + i
-	return true
-}
-
 // finish handles the error src returned, once all data that came before it is consumed.
 func (lr *lineReader) finish() ([]byte, error) {
 	if lr.srcErr != io.EOF {
@@ -174,7 +154,7 @@ func (lr *lineReader) finish() ([]byte, error) {
 // fill replaces the consumed buffer with the next Read's data, recording an error in srcErr. It is called only
 // when the buffer is empty and srcErr is nil.
 func (lr *lineReader) fill() {
-	lr.start, lr.end, lr.seen = 0, 0, -1
+	lr.start, lr.end = 0, 0
 	for range maxEmptyReads {
 		n, err := lr.src.Read(lr.chunk)
 		if n < 0 || n > len(lr.chunk) {
@@ -260,10 +240,6 @@ type inbound struct {
 	tooLong  bool
 	eof      bool
 	readErr  error
-	// more is set when the line after this one is already read whole: the
-	// source hands it over next without waiting on its input, so the
-	// coordinator may hold its frames for it (coordinator.idle).
-	more bool
 }
 
 // linesBuffer is how many decoded lines the reading goroutine may hand over
@@ -321,7 +297,6 @@ func readLines(lr *lineReader, out chan<- inbound, ahead *lookahead, stop <-chan
 		case err == nil:
 			in.line = line
 			in.env, in.parseErr = decodeEnvelope(line)
-			in.more = lr.lineBuffered()
 		case errors.Is(err, errLineTooLong):
 			in.tooLong = true
 		case errors.Is(err, io.EOF):
@@ -332,13 +307,6 @@ func readLines(lr *lineReader, out chan<- inbound, ahead *lookahead, stop <-chan
 		wait := ahead.reserve(len(in.line))
 		if !sendInbound(out, in, stop) {
 			return
-		}
-		if !in.more {
-			// The next Read will most likely find nothing yet and park: let
-			// the coordinator serve what it was given first, so that the
-			// answer does not wait behind that Read (one call at a time:
-			// about 5% of a call's latency, bench/limits' pairs).
-			runtime.Gosched()
 		}
 		if in.eof || in.readErr != nil {
 			return

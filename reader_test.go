@@ -593,24 +593,7 @@ func FuzzLineReader(f *testing.F) {
 		if line, err := lr.next(); line != nil || err != io.EOF {
 			t.Fatalf("next after EOF = %q, %v; want nil, io.EOF", line, err)
 		}
-		// As readLines reads: lineBuffered after each line changes nothing.
-		peeking := peekingReader{newLineReader(kind.wrap(bytes.NewReader(data)), maxLine, chunk)}
-		if got := readEvents(t, peeking, len(want)+1); !slices.Equal(got, want) {
-			t.Fatalf("input %q, maxLine %d, chunk %d, %s, asking lineBuffered after each line:\n got  %q\n want %q", data, maxLine, chunk, kind.name, got, want)
-		}
 	})
-}
-
-// peekingReader asks lineBuffered after each line it returns, as readLines
-// does.
-type peekingReader struct{ *lineReader }
-
-func (p peekingReader) next() ([]byte, error) {
-	line, err := p.lineReader.next()
-	if err == nil {
-		p.lineBuffered()
-	}
-	return line, err
 }
 
 // partialCapacity is the memory lr keeps for the line being assembled: its

@@ -6,6 +6,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"time"
@@ -80,11 +81,21 @@ func (t *texts) check(answer []byte, id int) error {
 	return nil
 }
 
-// measure is what one run yields: calls per second and the median latency
-// of a call.
+// measure is what one run yields: calls per second, the median latency of
+// a call, and the process's CPU time (user and system, from its start to its
+// exit) over the calls it answered, warm-up and handshake included.
 type measure struct {
 	rate float64
 	p50  time.Duration
+	cpu  time.Duration
+}
+
+// cpuPerCall returns the CPU time of an exited process over calls.
+func cpuPerCall(state *os.ProcessState, calls int) time.Duration {
+	if state == nil || calls <= 0 {
+		return 0
+	}
+	return (state.UserTime() + state.SystemTime()) / time.Duration(calls)
 }
 
 // median returns the median of ds (the upper one of an even count), 0 for

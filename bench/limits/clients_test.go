@@ -79,7 +79,7 @@ func TestRowsRunAgainstBothSides(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if m.rate <= 0 || m.p50 <= 0 {
+				if m.rate <= 0 || m.p50 <= 0 || m.cpu <= 0 {
 					t.Fatalf("no figures: %+v", m)
 				}
 			})
@@ -116,7 +116,7 @@ func TestWrongAnswersFailTheRun(t *testing.T) {
 	})
 	srv := httptest.NewServer(wrong)
 	defer srv.Close()
-	if _, err := drive(strings.TrimPrefix(srv.URL, "http://"), httpLoad{stateless: true, clients: 1, size: 100, duration: time.Millisecond}); err == nil || !strings.Contains(err.Error(), "does not carry its text") {
+	if _, _, err := drive(strings.TrimPrefix(srv.URL, "http://"), httpLoad{stateless: true, clients: 1, size: 100, duration: time.Millisecond}); err == nil || !strings.Contains(err.Error(), "does not carry its text") {
 		t.Errorf("an HTTP run against a server with wrong texts: %v", err)
 	}
 }

@@ -80,12 +80,16 @@ func runHTTP(command func(addrFile string) []string, load httpLoad) (measure, er
 		cmd.Process.Kill()
 		return measure{}, explain(err)
 	}
-	m, err := drive(addr, load)
+	m, calls, err := drive(addr, load)
 	if err != nil {
 		stop()
 		return measure{}, explain(err)
 	}
-	return m, stop()
+	if err := stop(); err != nil {
+		return measure{}, err
+	}
+	m.cpu = cpuPerCall(cmd.ProcessState, calls)
+	return m, nil
 }
 
 // awaitAddress returns the address the program writes to file, once it
@@ -105,14 +109,16 @@ func awaitAddress(file string, exited <-chan error) (string, error) {
 	return "", fmt.Errorf("the program wrote no address within %v", startWait)
 }
 
-// drive runs the load against the MCP endpoint at addr.
-func drive(addr string, load httpLoad) (measure, error) {
+// drive runs the load against the MCP endpoint at addr. It returns the
+// figures of the measured calls and how many calls were answered in all
+// (warm-up and handshakes included).
+func drive(addr string, load httpLoad) (measure, int, error) {
 	texts := newTexts(load.size)
 	clients := make([]*httpClient, load.clients)
 	for i := range clients {
 		c, err := dialClient(addr, load.stateless)
 		if err != nil {
-			return measure{}, fmt.Errorf("client %d: %w", i, err)
+			return measure{}, 0, fmt.Errorf("client %d: %w", i, err)
 		}
 		defer c.conn.Close()
 		clients[i] = c
@@ -132,16 +138,18 @@ func drive(addr string, load httpLoad) (measure, error) {
 	elapsed := time.Since(measureAt)
 	close(errs)
 	if err := <-errs; err != nil {
-		return measure{}, err
+		return measure{}, 0, err
 	}
 	var latencies []time.Duration
+	calls := 0
 	for _, c := range clients {
 		latencies = append(latencies, c.latencies...)
+		calls += c.answered
 	}
 	if len(latencies) == 0 {
-		return measure{}, errors.New("no call was measured")
+		return measure{}, 0, errors.New("no call was measured")
 	}
-	return measure{rate: float64(len(latencies)) / elapsed.Seconds(), p50: median(latencies)}, nil
+	return measure{rate: float64(len(latencies)) / elapsed.Seconds(), p50: median(latencies)}, calls, nil
 }
 
 // httpClient is one client: a kept-alive connection, and in a session its
@@ -155,6 +163,7 @@ type httpClient struct {
 	request   []byte // reused for each request
 	answer    httpAnswer
 	latencies []time.Duration
+	answered  int // the posts answered, its session's handshake included
 }
 
 // httpAnswer is a parsed HTTP response; body is valid until the next one.
@@ -246,7 +255,11 @@ func (c *httpClient) post(body []byte) error {
 	if _, err := c.conn.Write(w); err != nil {
 		return err
 	}
-	return c.read()
+	if err := c.read(); err != nil {
+		return err
+	}
+	c.answered++
+	return nil
 }
 
 // read reads one HTTP/1.1 response, its body framed by Content-Length or

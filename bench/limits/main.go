@@ -10,7 +10,8 @@
 // server, a fresh process each, driven by the same client code, and prints
 // per row the median of the rounds' ratios (the server's figure over the
 // limit's of the same round), each round's ratio, the goal, and the median
-// figures of both:
+// figures of both and their median CPU time per call (the process's, from
+// its start to its exit, over the calls it answered):
 //
 //	stdio, 100 B texts, 64 calls in flight: rate, goal >= 0.5
 //	stdio, one call at a time: median latency, goal <= 2.5
@@ -193,6 +194,7 @@ func run(rounds int, builds []build, rows []row) error {
 	figures := make([]rowFigures, len(rows))
 	for i := range figures {
 		figures[i].builds = make([][]float64, len(builds))
+		figures[i].buildsCPU = make([][]float64, len(builds))
 	}
 	names := make([]string, len(builds))
 	for i, b := range builds {
@@ -204,9 +206,11 @@ func run(rounds int, builds []build, rows []row) error {
 		for i, r := range rows {
 			m, err := r.run(p, "")
 			figures[i].limit = append(figures[i].limit, valueOrFailed(r.metric, m, err, &failures, round, r.name, "the limit"))
+			figures[i].limitCPU = append(figures[i].limitCPU, cpuOrFailed(m, err))
 			for j, b := range builds {
 				m, err := r.run(p, b.binary)
 				figures[i].builds[j] = append(figures[i].builds[j], valueOrFailed(r.metric, m, err, &failures, round, r.name, b.name))
+				figures[i].buildsCPU[j] = append(figures[i].buildsCPU[j], cpuOrFailed(m, err))
 			}
 		}
 		fmt.Fprintf(os.Stderr, "limits: round %d of %d done\n", round, rounds)
@@ -227,6 +231,15 @@ func valueOrFailed(m metric, x measure, err error, failures *int, round int, row
 		return failed
 	}
 	return m.value(x)
+}
+
+// cpuOrFailed returns the run's CPU time per call in seconds, failed for a
+// run that failed or whose CPU time is unknown.
+func cpuOrFailed(x measure, err error) float64 {
+	if err != nil || x.cpu <= 0 {
+		return failed
+	}
+	return x.cpu.Seconds()
 }
 
 // checkoutRoot returns the directory of the checkout's root module.

@@ -101,18 +101,22 @@ func medianOf(xs []float64) float64 {
 }
 
 // rowFigures are a row's figures: per round the limit's, and per round
-// each build's, failed for a run that failed.
+// each build's, failed for a run that failed; and the same runs' CPU time
+// per call, in seconds.
 type rowFigures struct {
-	limit  []float64
-	builds [][]float64 // in the order of the builds
+	limit     []float64
+	builds    [][]float64 // in the order of the builds
+	limitCPU  []float64
+	buildsCPU [][]float64
 }
 
 // report writes the table: for each row and build, the median of the
 // pairs' ratios, each pair's ratio (in round order), the goal and whether
-// the median meets it, and the median figures of the limit and the build.
+// the median meets it, the median figures of the limit and the build, and
+// their median CPU time per call.
 func report(w io.Writer, rows []row, builds []build, figures []rowFigures) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "row\tbuild\tmedian\tgoal\t\tpairs\tlimit\tbuild")
+	fmt.Fprintln(tw, "row\tbuild\tmedian\tgoal\t\tpairs\tlimit\tbuild\tcpu/call: limit\tbuild")
 	for i, r := range rows {
 		for j, b := range builds {
 			ratios := pairRatios(figures[i].limit, figures[i].builds[j])
@@ -128,8 +132,13 @@ func report(w io.Writer, rows []row, builds []build, figures []rowFigures) {
 			for k, x := range ratios {
 				pairs[k] = fmt.Sprintf("%.2f", x)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.name, b.name, median, r.goal, verdict, strings.Join(pairs, " "),
-				r.metric.format(medianOf(figures[i].limit)), r.metric.format(medianOf(figures[i].builds[j])))
+			var buildCPU []float64
+			if j < len(figures[i].buildsCPU) {
+				buildCPU = figures[i].buildsCPU[j]
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.name, b.name, median, r.goal, verdict, strings.Join(pairs, " "),
+				r.metric.format(medianOf(figures[i].limit)), r.metric.format(medianOf(figures[i].builds[j])),
+				p50.format(medianOf(figures[i].limitCPU)), p50.format(medianOf(buildCPU)))
 		}
 	}
 	tw.Flush()

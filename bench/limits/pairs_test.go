@@ -69,7 +69,8 @@ func TestGoal(t *testing.T) {
 
 // The report has a line per row and build: the median of the pairs'
 // ratios, the goal and whether the median meets it, each pair's ratio in
-// round order, and the median figures of the limit and the build.
+// round order, the median figures of the limit and the build, and their
+// median CPU time per call.
 func TestReport(t *testing.T) {
 	rows := []row{
 		{name: "rate row", metric: rate, goal: goal{bound: 0.5}},
@@ -78,17 +79,19 @@ func TestReport(t *testing.T) {
 	builds := []build{{name: "old"}, {name: "new"}}
 	us := func(n float64) float64 { return n * 1e-6 }
 	figures := []rowFigures{
-		{limit: []float64{200_000, 100_000, 400_000}, builds: [][]float64{{80_000, 60_000, 100_000}, {failed, failed, failed}}},
-		{limit: []float64{us(10), us(20), failed}, builds: [][]float64{{us(30), us(30), us(5)}, {us(15), us(30), us(5)}}},
+		{limit: []float64{200_000, 100_000, 400_000}, builds: [][]float64{{80_000, 60_000, 100_000}, {failed, failed, failed}},
+			limitCPU: []float64{us(2), us(3), us(1)}, buildsCPU: [][]float64{{us(5), us(4), us(6)}, {failed, failed, failed}}},
+		{limit: []float64{us(10), us(20), failed}, builds: [][]float64{{us(30), us(30), us(5)}, {us(15), us(30), us(5)}},
+			limitCPU: []float64{us(8), us(9), failed}, buildsCPU: [][]float64{{us(20), us(21), us(22)}, {us(10), failed, us(12)}}},
 	}
 	var out strings.Builder
 	report(&out, rows, builds, figures)
 	want := strings.Join([]string{
-		"row          build  median  goal             pairs           limit   build",
-		"rate row     old    0.40    >= 0.5  missed   0.40 0.60 0.25  200k/s  80k/s",
-		"rate row     new    -       >= 0.5  no pair                  200k/s  -",
-		"latency row  old    2.25    <= 2    missed   3.00 1.50       15µs    30µs",
-		"latency row  new    1.50    <= 2    met      1.50 1.50       15µs    15µs",
+		"row          build  median  goal             pairs           limit   build  cpu/call: limit  build",
+		"rate row     old    0.40    >= 0.5  missed   0.40 0.60 0.25  200k/s  80k/s  2µs              5µs",
+		"rate row     new    -       >= 0.5  no pair                  200k/s  -      2µs              -",
+		"latency row  old    2.25    <= 2    missed   3.00 1.50       15µs    30µs   8.5µs            21µs",
+		"latency row  new    1.50    <= 2    met      1.50 1.50       15µs    15µs   8.5µs            11µs",
 		"",
 	}, "\n")
 	if out.String() != want {

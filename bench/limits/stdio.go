@@ -43,7 +43,11 @@ func runStdio(argv []string, load stdioLoad, timeout time.Duration) (measure, er
 	if err != nil {
 		return measure{}, p.explain(err)
 	}
-	return m, p.stop()
+	if err := p.stop(); err != nil {
+		return measure{}, err
+	}
+	m.cpu = cpuPerCall(p.cmd.ProcessState, load.calls+1)
+	return m, nil
 }
 
 // pipes is a stdio server process and its pipes.
