@@ -399,8 +399,7 @@ type seqRun struct {
 	served chan error
 	read   chan struct{} // closed when the client's reader has read the last frame
 
-	in       []byte // the fuzz input
-	pos      int
+	seqInput
 	sends    int // messages sent
 	tokens   int
 	fresh    int
@@ -436,8 +435,14 @@ func (r *seqRun) failf(format string, args ...any) {
 	r.mu.Unlock()
 }
 
+// seqInput is a sequence fuzzer's input, read a byte at a time.
+type seqInput struct {
+	in  []byte
+	pos int
+}
+
 // next returns the next byte of the input, 0 past its end.
-func (r *seqRun) next() byte {
+func (r *seqInput) next() byte {
 	if r.pos >= len(r.in) {
 		r.pos++
 		return 0
@@ -447,13 +452,14 @@ func (r *seqRun) next() byte {
 	return b
 }
 
-func (r *seqRun) pick(n int) int { return int(r.next()) % n }
+// pick returns the next byte of the input modulo n.
+func (r *seqInput) pick(n int) int { return int(r.next()) % n }
 
 // runSequence runs the sequence data against a fresh connection over the
 // in-memory transport or the stdio coordinator and checks every invariant.
 func runSequence(t testing.TB, stdio bool, data []byte) {
 	baseline := runtime.NumGoroutine()
-	r := &seqRun{t: t, stdio: stdio, in: data, ids: map[string]*seqIDState{}, byToken: map[int]*seqCall{},
+	r := &seqRun{t: t, stdio: stdio, seqInput: seqInput{in: data}, ids: map[string]*seqIDState{}, byToken: map[int]*seqCall{},
 		notes: map[int][]int{}, nullCount: map[string]int{}, wantNull: map[string]int{}, highWater: -1,
 		served: make(chan error, 1), read: make(chan struct{}), input: newSeqQueue()}
 	r.cfg = decodeSeqConfig(r.next(), stdio)

@@ -85,8 +85,7 @@ type httpSeqRun struct {
 	client *http.Client
 	errLog syncLogBuffer
 
-	in  []byte
-	pos int
+	seqInput
 
 	tokens, fresh int
 	startedTokens map[int]bool // sleepers seen starting (awaitStart)
@@ -142,21 +141,9 @@ func (r *httpSeqRun) failf(format string, args ...any) {
 	r.mu.Unlock()
 }
 
-func (r *httpSeqRun) next() byte {
-	if r.pos >= len(r.in) {
-		r.pos++
-		return 0
-	}
-	b := r.in[r.pos]
-	r.pos++
-	return b
-}
-
-func (r *httpSeqRun) pick(n int) int { return int(r.next()) % n }
-
 func runHTTPSequence(t testing.TB, data []byte) {
 	baseline := runtime.NumGoroutine()
-	r := &httpSeqRun{t: t, in: data, startedTokens: map[int]bool{}}
+	r := &httpSeqRun{t: t, seqInput: seqInput{in: data}, startedTokens: map[int]bool{}}
 	r.srv = newSeqServer(t, func(o *RuntimeOptions) { o.ClientRequestTimeout = 50 * time.Millisecond })
 	r.srv.started = make(chan int, 64)
 	exec, err := NewExecutor(ExecutorOptions{MaxConcurrency: seqMaxConcurrency, MaxQueue: 256, Timeout: Unlimited})
