@@ -1553,6 +1553,9 @@ func (r *seqRun) checkAnswers() {
 		}
 		if c.dup {
 			wantDup[c.id]++
+			if c.batch != nil {
+				answeredBatches[c.batch] = true // its refusal is in the batch's array
+			}
 			continue
 		}
 		a := c.answer
