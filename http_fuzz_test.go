@@ -29,7 +29,8 @@ import (
 // POST's headers (Mcp-Session-Id, MCP-Protocol-Version, Accept,
 // Content-Type, Origin, Host, Mcp-Method, Mcp-Name) right, missing or wrong.
 // POSTs run concurrently, as clients send them; the client answers the
-// server's questions it finds in a POST's stream.
+// server's questions it finds in a stream, a POST's or a GET's, with a POST
+// whose headers are all right.
 //
 // Invariants (httpSeqRun.check and finish):
 //
@@ -44,7 +45,10 @@ import (
 //     with its id: 200 in a session (a duplicate of an id a running request
 //     holds is -32600 "Duplicate in-flight request id"; one cancelled while
 //     it could not have finished gets a stream with no answer, one whose
-//     session was deleted before its answer came at most one), and in
+//     session was deleted before its answer came at most one, one whose
+//     stream a GET with Last-Event-ID may have resumed while it ran gets
+//     its answer on its POST or, when the POST ends with none, on a GET of
+//     its session), and in
 //     2026-07-28 with the status its answer's code maps to (400 for
 //     -32602, 404 for -32601, 500 for -32603, 200 for a result); a
 //     notification or a response is 202 with no body; any other POST gets at
@@ -98,6 +102,9 @@ type httpSeqRun struct {
 
 	mu       sync.Mutex
 	failures []string
+	// onGet holds, by session and answer id, a channel closed once a GET
+	// stream of the session carried that answer (a resumed stream).
+	onGet map[string]chan struct{}
 }
 
 // httpSeqSession is a session the sequence opened.
@@ -105,6 +112,10 @@ type httpSeqSession struct {
 	id      string
 	version string
 	deleted bool
+	// resumed says a GET with a Last-Event-ID was sent in it: it may take
+	// over the stream of a request in flight, whose answer then goes on
+	// the GET only.
+	resumed bool
 	// blocked are the ids of its sleepers that have started and that the
 	// test has not released nor cancelled: a request with one is a
 	// duplicate.
@@ -128,6 +139,7 @@ type httpExpect struct {
 	id      string // its canonical id ("" for none)
 	exact   bool   // every header right, a body as written: the status is known
 	inSess  bool
+	session *httpSeqSession // the session of a request, nil for other messages
 	dup     bool
 	sleeper *httpSleeper
 	initial bool // an initialize: its session is recorded
@@ -143,7 +155,7 @@ func (r *httpSeqRun) failf(format string, args ...any) {
 
 func runHTTPSequence(t testing.TB, data []byte) {
 	baseline := runtime.NumGoroutine()
-	r := &httpSeqRun{t: t, seqInput: seqInput{in: data}, startedTokens: map[int]bool{}}
+	r := &httpSeqRun{t: t, seqInput: seqInput{in: data}, startedTokens: map[int]bool{}, onGet: map[string]chan struct{}{}}
 	r.srv = newSeqServer(t, func(o *RuntimeOptions) { o.ClientRequestTimeout = 50 * time.Millisecond })
 	r.srv.started = make(chan int, 64)
 	exec, err := NewExecutor(ExecutorOptions{MaxConcurrency: seqMaxConcurrency, MaxQueue: 256, Timeout: Unlimited})
@@ -335,7 +347,7 @@ func (r *httpSeqRun) post() {
 	case 7:
 		method, params = "unknown/method", withMember(`{}`, meta)
 	}
-	exp.request, exp.id = true, id
+	exp.request, exp.id, exp.session = true, id, s
 	header, host, exact := r.headers(mutation, version, method, name, sessionID)
 	exp.exact = exact
 	body := string(requestLine(id, method, params))
@@ -480,6 +492,7 @@ func (r *httpSeqRun) check(req *http.Request, body string, exp httpExpect) {
 	r.mu.Lock()
 	cancelled := exp.sleeper != nil && exp.sleeper.cancelled
 	cut := exp.sleeper != nil && exp.sleeper.cut
+	resumed := exp.session != nil && exp.session.resumed
 	r.mu.Unlock()
 	switch {
 	case exp.ended: // whatever the message: a notification and a batch too
@@ -499,6 +512,11 @@ func (r *httpSeqRun) check(req *http.Request, body string, exp httpExpect) {
 			r.failf("request %s cancelled before it could finish is answered: %+v", body, mine)
 		}
 	case cut && len(mine) == 0:
+	case resumed && !exp.dup && len(mine) == 0:
+		// A GET resuming its stream took it over: the answer goes there.
+		if status != 200 || !r.awaitAnswerOnGet(exp.session.id, exp.id) {
+			r.failf("request %s answered neither on its POST (status %d) nor on a GET resuming its stream", body, status)
+		}
 	case len(mine) != 1:
 		r.failf("request %s answered %d times (status %d): %s", body, len(mine), status, describeAnswers(answers))
 	case exp.dup && (mine[0].Error == nil || mine[0].Error.Message != errDuplicateID.Message):
@@ -554,6 +572,9 @@ func (r *httpSeqRun) readMessages(resp *http.Response, body string) ([][]jsonrpc
 			}
 			return nil // a notification or a question, not an answer
 		}
+		if resp.Request.Method == http.MethodGet {
+			r.answeredOnGet(resp.Request.Header.Get("Mcp-Session-Id"), one)
+		}
 		return []jsonrpcAnswer{one}
 	}
 	ct := resp.Header.Get("Content-Type")
@@ -582,19 +603,66 @@ func (r *httpSeqRun) readMessages(resp *http.Response, body string) ([][]jsonrpc
 	return out, true
 }
 
-// answerQuestion answers a server's request found in a POST's stream, as a
-// client does: a POST of the response in the request's session.
+// answeredOnGet notes that a GET stream of session carried a: a stream it
+// resumed.
+func (r *httpSeqRun) answeredOnGet(session string, a jsonrpcAnswer) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ch := r.answerOnGet(session, string(a.ID))
+	select {
+	case <-ch:
+	default:
+		close(ch)
+	}
+}
+
+// awaitAnswerOnGet waits until a GET stream of session carries the answer
+// to id; false when none has within safetyTimeout.
+func (r *httpSeqRun) awaitAnswerOnGet(session, id string) bool {
+	r.mu.Lock()
+	ch := r.answerOnGet(session, id)
+	r.mu.Unlock()
+	select {
+	case <-ch:
+		return true
+	case <-time.After(safetyTimeout):
+		return false
+	}
+}
+
+// answerOnGet returns the channel closed once a GET stream of session
+// carried the answer to id; with r.mu held.
+func (r *httpSeqRun) answerOnGet(session, id string) chan struct{} {
+	key := session + " " + id
+	ch := r.onGet[key]
+	if ch == nil {
+		ch = make(chan struct{})
+		r.onGet[key] = ch
+	}
+	return ch
+}
+
+// answerQuestion answers a server's request found in a stream, as a client
+// does: a POST of the response in the stream's session, with every header
+// right whatever the headers of the POST or GET that carried the question
+// (a GET's Accept need not list application/json, a POST's must).
 func (r *httpSeqRun) answerQuestion(req *http.Request, q jsonrpcAnswer) {
 	session := req.Header.Get("Mcp-Session-Id")
 	if session == "" {
 		r.failf("a question %s in a POST without a session", q.Method)
 		return
 	}
+	version := req.Header.Get("MCP-Protocol-Version")
+	r.mu.Lock()
+	for _, s := range r.sessions {
+		if s.id == session {
+			version = s.version
+		}
+	}
+	r.mu.Unlock()
 	result := map[string]string{MethodElicit: `{"action":"decline"}`, MethodCreateMessage: `{"role":"assistant","content":{"type":"text","text":"hi"},"model":"m"}`, MethodListRoots: `{"roots":[]}`}[q.Method]
 	answer, _ := http.NewRequest(http.MethodPost, r.ts.URL+mcpPath, strings.NewReader(`{"jsonrpc":"2.0","id":`+string(q.ID)+`,"result":`+result+`}`))
-	answer.Header = req.Header.Clone()
-	answer.Header.Del("Mcp-Method")
-	answer.Header.Del("Mcp-Name")
+	answer.Header, _, _ = r.headers(0, version, "", "", session)
 	resp, err := r.client.Do(answer)
 	if err != nil {
 		return
@@ -618,10 +686,12 @@ func (r *httpSeqRun) get() {
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, r.ts.URL+mcpPath, nil)
 	req.Header.Set("Mcp-Session-Id", s.id)
 	req.Header.Set("Accept", []string{"text/event-stream", "application/json", "text/event-stream", "*/*"}[variant%4])
-	if last := []string{"", "0-0", "1-1", "x", "99-99999999999999999999", " 2-0 "}[int(variant/4)%6]; last != "" {
+	last := []string{"", "0-0", "1-1", "x", "99-99999999999999999999", " 2-0 "}[int(variant/4)%6]
+	if last != "" {
 		req.Header.Set("Last-Event-ID", last)
 	}
 	r.mu.Lock()
+	s.resumed = s.resumed || last != ""
 	r.streams = append(r.streams, cancel)
 	r.mu.Unlock()
 	r.mayHang.Go(func() {
