@@ -426,8 +426,7 @@ func (c *connection) onMessage(m message) error {
 	}
 	if tracked {
 		if c.inFlight(id) {
-			c.observeRefused(method, id, env.params, m.values, errDuplicateID, "duplicate_id")
-			return c.answer(r, errorAnswer(id, errDuplicateID))
+			return c.refuseDuplicate(r, method, id, env.params, m.values)
 		}
 	} else {
 		id = ""
@@ -508,6 +507,14 @@ func (ex *execution) errorAnswer(e *RPCError) finalFrame {
 		return noAnswer
 	}
 	return errorAnswer(ex.id, e)
+}
+
+// refuseDuplicate answers the request of r, whose tracked id names one in
+// flight, "Duplicate in-flight request id" (step 6 of the per-line
+// pipeline).
+func (c *connection) refuseDuplicate(r route, method, id string, params []byte, values context.Context) error {
+	c.observeRefused(method, id, params, values, errDuplicateID, "duplicate_id")
+	return c.answer(r, errorAnswer(id, errDuplicateID))
 }
 
 // inFlight reports whether id names a running or held request or an open

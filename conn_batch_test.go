@@ -92,3 +92,44 @@ func TestBatchBehindInitializeTakesItsVersion(t *testing.T) {
 		})
 	}
 }
+
+// A JSON array held behind an initialize is one message until it is
+// released: its members are admitted then, in order with the other held
+// messages. A request held after it, whose id was free when it arrived, is
+// refused as a duplicate once a member took its id. (Found while looking
+// into a finding of FuzzStdioSequence: both requests ran with one id.)
+func TestHeldRequestAfterHeldBatchWithItsIDIsADuplicate(t *testing.T) {
+	h, d := startGated(t, Options{})
+	h.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-03-26"}}`)
+	d.waitStarted(t)
+	h.send(`[{"jsonrpc":"2.0","id":1,"method":"block"}]`)
+	h.send(`{"jsonrpc":"2.0","id":1,"method":"echo","params":{"n":1}}`)
+	h.sync() // both held
+	close(d.initGate)
+	h.expect(`{"jsonrpc":"2.0","id":0,"result":{}}` + "\n")
+	h.expect(`{"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":"Duplicate in-flight request id"}}` + "\n")
+	if got := d.waitStarted(t); got != "1" {
+		t.Fatalf("started %s, want the member 1", got)
+	}
+	close(d.release)
+	h.ended = true // the release is the test's own
+	h.expect(`[{"jsonrpc":"2.0","id":1,"result":{"released":true}}]` + "\n")
+	h.noFramesLeft()
+}
+
+// A cancellation is never held: one that arrives after a held array acts
+// at once, before the array's members are admitted, so a member reusing
+// the id it frees is served.
+func TestCancellationOvertakesHeldBatch(t *testing.T) {
+	h, d := startGated(t, Options{})
+	h.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-03-26"}}`)
+	d.waitStarted(t)
+	h.send(`{"jsonrpc":"2.0","id":1,"method":"block"}`)
+	h.send(`[{"jsonrpc":"2.0","id":1,"method":"echo","params":{"n":1}}]`)
+	h.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`)
+	h.sync() // the held block 1 is dropped
+	close(d.initGate)
+	h.expect(`{"jsonrpc":"2.0","id":0,"result":{}}` + "\n")
+	h.expect(`[{"jsonrpc":"2.0","id":1,"result":{"n":1}}]` + "\n")
+	h.noFramesLeft()
+}

@@ -133,7 +133,9 @@ func (c *connection) dropHeld(i int) {
 
 // releaseHeld submits the held messages in arrival order, now that no
 // initialize is in flight, until one of them is an initialize again: the
-// rest then wait for that one.
+// rest then wait for that one. A held array's members are admitted when it
+// is released, in order with the rest: a request held after it whose id a
+// member took is refused as a duplicate then.
 func (c *connection) releaseHeld() error {
 	for c.initializing == 0 && len(c.held) > 0 {
 		ex := c.held[0]
@@ -153,6 +155,14 @@ func (c *connection) releaseHeld() error {
 				}
 				continue
 			}
+		}
+		if ex.id != "" && c.inFlight(ex.id) {
+			// Its id was free when it arrived; a member of a batch
+			// released before it took it.
+			if err := c.refuseDuplicate(ex.route, ex.method, ex.id, ex.env.params, ex.job.ctx.values); err != nil {
+				return err
+			}
+			continue
 		}
 		if err := c.submit(ex); err != nil {
 			return err

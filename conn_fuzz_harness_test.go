@@ -384,6 +384,19 @@ type seqIDState struct {
 	// received, it may still arrive, and the id is not reused.
 	racy      *seqCall
 	retiredAt int
+	// admissible are duplicates of the id in batches that may have been
+	// held behind an initialize when a cancellation freed the id. A held
+	// array's members are admitted when it is released, so each is refused
+	// as a duplicate or admitted and answered, as the cancellation was read
+	// after the release or before it. Until each is answered the id is not
+	// reused, and no cancellation names it (an admitted one could then get
+	// neither).
+	admissible []*seqCall
+}
+
+// admitting reports whether a member of admissible may still be answered.
+func (st *seqIDState) admitting() bool {
+	return slices.ContainsFunc(st.admissible, func(c *seqCall) bool { return c.answer == nil })
 }
 
 // seqRun is one sequence against one connection.
@@ -715,7 +728,7 @@ func (r *seqRun) requestID() (wire, id string, dup bool) {
 	switch {
 	case st.call != nil && st.call.answer == nil && st.call.blocked:
 		return p.wire, p.canonical, true
-	case st.call != nil && st.call.answer == nil, st.racy != nil && r.highWater <= st.retiredAt:
+	case st.call != nil && st.call.answer == nil, st.racy != nil && r.highWater <= st.retiredAt, st.admitting():
 		wire, id = r.freshID()
 		return wire, id, false
 	}
@@ -950,6 +963,11 @@ func (r *seqRun) cancel() {
 		wire = `"f` + strconv.Itoa(f) + `"`
 		id = wire
 	}
+	if st := r.ids[id]; st != nil && (st.admitting() || st.call != nil && len(batchesOf(r.heldDups(st.call))) > 1) {
+		// Not named: see seqIDState.admissible; duplicates in several
+		// held batches could be admitted in any of them.
+		wire, id = `"zz"`, `"zz"`
+	}
 	params := `{"requestId":` + wire + `}`
 	valid := true
 	switch form % 8 {
@@ -968,12 +986,45 @@ func (r *seqRun) cancel() {
 		st.call = nil
 		if c.blocked {
 			c.expect = expectNone
+			st.admissible = r.heldDups(c)
 		} else {
 			c.expect = expectAtMostOne
 			st.racy, st.retiredAt = c, index
 		}
 	}
 	r.send([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":` + params + `}`))
+}
+
+// heldDups returns the duplicates of c's id, sent while c was blocked, in
+// batches that may still be held behind an initialize.
+func (r *seqRun) heldDups(c *seqCall) []*seqCall {
+	var dups []*seqCall
+	if !c.blocked || c.answer != nil {
+		return nil
+	}
+	for _, m := range r.calls {
+		if m.dup && m.batch != nil && m.id == c.id && m.index > c.index && r.mayBeHeld(m.batch.index) {
+			dups = append(dups, m)
+		}
+	}
+	return dups
+}
+
+// batchesOf returns the batches of calls, each once.
+func batchesOf(calls []*seqCall) []*seqBatch {
+	var batches []*seqBatch
+	for _, c := range calls {
+		if !slices.Contains(batches, c.batch) {
+			batches = append(batches, c.batch)
+		}
+	}
+	return batches
+}
+
+// mayBeHeld reports whether the message sent at index may still be held
+// behind an initialize: one sent before it is not answered yet.
+func (r *seqRun) mayBeHeld(index int) bool {
+	return slices.ContainsFunc(r.inits, func(c *seqCall) bool { return c.index < index && c.answer == nil })
 }
 
 // releaseOne releases a sleeper the sequence has not cancelled, once the
@@ -1419,6 +1470,9 @@ func (r *seqRun) onResponse(pos int, raw []byte, inArray bool) *seqAnswer {
 		if c.batch == nil && r.highWater > st.retiredAt {
 			r.failures = append(r.failures, fmt.Sprintf("frame %d answers id %s, cancelled by message %d, after the answer to message %d: %s", pos, a.id, st.retiredAt, r.highWater, raw))
 		}
+	case st.admitting():
+		i := slices.IndexFunc(st.admissible, func(c *seqCall) bool { return c.answer == nil })
+		c = st.admissible[i]
 	}
 	if c == nil {
 		r.failures = append(r.failures, fmt.Sprintf("frame %d answers id %s, which no request awaits (answered already, cancelled, or never sent): %s", pos, a.id, raw))
@@ -1551,7 +1605,7 @@ func (r *seqRun) checkAnswers() {
 			}
 			continue
 		}
-		if c.dup {
+		if c.dup && c.answer == nil { // an admissible one answered was admitted
 			wantDup[c.id]++
 			if c.batch != nil {
 				answeredBatches[c.batch] = true // its refusal is in the batch's array
