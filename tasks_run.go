@@ -572,13 +572,25 @@ func (m *taskManager) complete(t *taskRun, res *ToolResult, err error) {
 	}
 }
 
+// keptByTask returns a copy of c for building what the task keeps: its
+// Request claims no answer bytes and borrows no frame buffer of the
+// transport, whose record of the request (answered with the task, or about
+// to be) belongs to the request's owner.
+func (c *methodCall) keptByTask() *methodCall {
+	req := *c.req
+	req.answers, req.frameSpace = nil, nil
+	kept := *c
+	kept.req = &req
+	return &kept
+}
+
 // taskResult encodes res as the complete result a task keeps for c's
 // tools/call: what the call would have answered, with resultType "complete"
 // in both eras (the extension's clients check it), or the -32603 error an
 // unencodable result is answered with.
 func (rt *Runtime) taskResult(c *methodCall, res *ToolResult) (json.RawMessage, *RPCError) {
 	if c.era == eraStateless {
-		reply := rt.toolResultReply(c, res)
+		reply := rt.toolResultReply(c.keptByTask(), res)
 		return reply.Result, reply.Error
 	}
 	if res == nil {

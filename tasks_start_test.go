@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -211,4 +212,53 @@ func (p *answeringPeer) Notify(context.Context, string, json.RawMessage) error {
 func (p *answeringPeer) Request(context.Context, string, json.RawMessage) (json.RawMessage, error) {
 	p.asked++
 	return p.answer, nil
+}
+
+// answerClaims records the answer claims of a Request (Request.answers),
+// failing any made once its answer was given.
+type answerClaims struct {
+	mu       sync.Mutex
+	answered bool
+	late     []int
+}
+
+func (a *answerClaims) claimAnswer(n int) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.answered {
+		a.late = append(a.late, n)
+	}
+	return true
+}
+
+// TestTaskResultClaimsNoAnswerOfItsRequest: a 2026-07-28 call answered with
+// its task builds the task's result later, on the task's goroutine; that
+// result is kept by the task, not answered to the request, so it claims none
+// of the request's answer bytes (the transport's record of an answered
+// request belongs to its owner alone).
+func TestTaskResultClaimsNoAnswerOfItsRequest(t *testing.T) {
+	e := newTaskEnv(t, TaskOptions{})
+	g := newGate()
+	e.addTool("slow", TaskOptional, 0, g.handler)
+	claims := &answerClaims{}
+	req := e.request(tasksCaps, "tools/call", `{"name":"slow"}`)
+	req.answers = claims
+	reply := e.rt.Dispatch(context.Background(), req)
+	var res struct {
+		TaskID string `json:"taskId"`
+	}
+	decodeResult(t, reply, &res)
+	claims.mu.Lock()
+	claims.answered = true
+	claims.mu.Unlock()
+	waitFor(t, g.entered, "the handler")
+	g.release <- gateResult{res: TextResult("kept by the task")}
+	if got := textOf(t, e.awaitStatus(res.TaskID, TaskCompleted).Result); got != "kept by the task" {
+		t.Fatalf("result %q", got)
+	}
+	claims.mu.Lock()
+	defer claims.mu.Unlock()
+	if len(claims.late) > 0 {
+		t.Fatalf("the task's result claimed %v bytes of its answered request", claims.late)
+	}
 }
