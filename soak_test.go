@@ -180,10 +180,21 @@ type soak struct {
 
 	tokens atomic.Int64
 	conns  atomic.Int64 // the server's open connections
+	// changed is signalled (never blocking) when a session ends or a
+	// connection closes, after the handler's table and conns say so.
+	changed chan struct{}
 }
 
+// soakWatch is the soak handler's Observer: it observes no request and
+// signals changed when a session ends.
+type soakWatch chan struct{}
+
+func (w soakWatch) StartOperation(*OperationStart) OperationSpan { return nil }
+func (w soakWatch) SessionStarted(SessionInfo)                   {}
+func (w soakWatch) SessionEnded(SessionInfo)                     { wake(w) }
+
 func newSoak(t *testing.T) *soak {
-	s := &soak{t: t, served: make(chan error, 1), answers: make(chan string, 4096), stdioReaderEnd: make(chan struct{})}
+	s := &soak{t: t, served: make(chan error, 1), answers: make(chan string, 4096), stdioReaderEnd: make(chan struct{}), changed: make(chan struct{}, 1)}
 	s.srv = newSeqServer(t, func(o *RuntimeOptions) {
 		o.Tasks = TaskOptions{TTL: 2 * time.Second, PollInterval: time.Millisecond}
 		o.ClientRequestTimeout = 100 * time.Millisecond
@@ -209,7 +220,7 @@ func newSoak(t *testing.T) *soak {
 	go func() { s.served <- s.tr.Serve(ctx) }()
 	go s.readStdio()
 
-	s.h, err = NewHTTPHandler(s.srv.rt, HTTPOptions{MaxBodyBytes: 64 << 10, SessionIdleTimeout: time.Second, MaxConcurrency: 8, Logger: quietLogger()})
+	s.h, err = NewHTTPHandler(s.srv.rt, HTTPOptions{MaxBodyBytes: 64 << 10, SessionIdleTimeout: time.Second, MaxConcurrency: 8, Logger: quietLogger(), Observer: soakWatch(s.changed)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,6 +231,7 @@ func newSoak(t *testing.T) *soak {
 			s.conns.Add(1)
 		case http.StateClosed, http.StateHijacked:
 			s.conns.Add(-1)
+			wake(s.changed)
 		}
 	}
 	s.ts.Start()
@@ -273,8 +285,11 @@ func (s *soak) readStdio() {
 // client's idle ones closed), so that a sample counts what stays.
 func (s *soak) quiesce() {
 	s.client.CloseIdleConnections()
-	for deadline := time.Now().Add(safetyTimeout); len(s.h.sessions.all()) > 0 || s.conns.Load() > 0; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
+	deadline := time.After(safetyTimeout)
+	for len(s.h.sessions.all()) > 0 || s.conns.Load() > 0 {
+		select {
+		case <-s.changed:
+		case <-deadline:
 			s.t.Fatalf("%d sessions never expired, %d connections never closed", len(s.h.sessions.all()), s.conns.Load())
 		}
 	}

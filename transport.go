@@ -33,8 +33,8 @@ type Options struct {
 	// non-blocking mode or a net.Conn has), Serve's goroutine writes to it
 	// and sets the deadlines that enforce WriteTimeout, clearing them when it
 	// returns; otherwise a goroutine of the transport writes, abandoned if a
-	// Write never returns (as with a blocking os.Stdout: ServeStdio gives the
-	// process's stdout deadlines).
+	// Write never returns (as with a blocking standard output: ServeStdio
+	// gives the process's standard output deadlines).
 	Input  io.Reader
 	Output io.Writer
 
