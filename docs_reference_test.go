@@ -725,6 +725,22 @@ func libraryMessages(t *testing.T) []libraryMessage {
 	// with the code that message gets (0: unknown).
 	type carried struct{ index, code int }
 	carriers := map[string][]carried{}
+	// carriedArgs calls f with each argument that a call in n passes to a
+	// carrier's carried parameter.
+	carriedArgs := func(n ast.Node, f func(arg ast.Expr, c carried)) {
+		ast.Inspect(n, func(n ast.Node) bool {
+			if call, ok := n.(*ast.CallExpr); ok {
+				if callee, ok := call.Fun.(*ast.Ident); ok {
+					for _, c := range carriers[callee.Name] {
+						if c.index < len(call.Args) {
+							f(call.Args[c.index], c)
+						}
+					}
+				}
+			}
+			return true
+		})
+	}
 	paramIndex := func(fn *ast.FuncDecl, name string) int {
 		i := 0
 		for _, field := range fn.Type.Params.List {
@@ -802,58 +818,29 @@ func libraryMessages(t *testing.T) []libraryMessage {
 	for changed := true; changed; {
 		changed = false
 		for _, fn := range funcs {
-			ast.Inspect(fn.Body, func(n ast.Node) bool {
-				call, ok := n.(*ast.CallExpr)
+			carriedArgs(fn.Body, func(arg ast.Expr, c carried) {
+				id, ok := arg.(*ast.Ident)
 				if !ok {
-					return true
+					return
 				}
-				callee, ok := call.Fun.(*ast.Ident)
-				if !ok {
-					return true
+				if i := paramIndex(fn, id.Name); i >= 0 && !slices.Contains(carriers[fn.Name.Name], carried{i, c.code}) {
+					carriers[fn.Name.Name] = append(carriers[fn.Name.Name], carried{i, c.code})
+					changed = true
 				}
-				for _, c := range carriers[callee.Name] {
-					if c.index >= len(call.Args) {
-						continue
-					}
-					arg, ok := call.Args[c.index].(*ast.Ident)
-					if !ok {
-						continue
-					}
-					if i := paramIndex(fn, arg.Name); i >= 0 && !slices.Contains(carriers[fn.Name.Name], carried{i, c.code}) {
-						carriers[fn.Name.Name] = append(carriers[fn.Name.Name], carried{i, c.code})
-						changed = true
-					}
-				}
-				return true
 			})
 		}
 	}
 	for _, f := range files {
 		for _, d := range f.Decls {
 			fn, _ := d.(*ast.FuncDecl)
-			ast.Inspect(d, func(n ast.Node) bool {
-				call, ok := n.(*ast.CallExpr)
-				if !ok {
-					return true
-				}
-				callee, ok := call.Fun.(*ast.Ident)
-				if !ok {
-					return true
-				}
-				for _, c := range carriers[callee.Name] {
-					if c.index >= len(call.Args) {
-						continue
+			carriedArgs(d, func(arg ast.Expr, c carried) {
+				if id, ok := arg.(*ast.Ident); ok && fn != nil && consts[id.Name] == "" {
+					for _, e := range assigned(fn, id.Name) {
+						add(e, c.code)
 					}
-					arg := call.Args[c.index]
-					if id, ok := arg.(*ast.Ident); ok && fn != nil && consts[id.Name] == "" {
-						for _, e := range assigned(fn, id.Name) {
-							add(e, c.code)
-						}
-						continue
-					}
-					add(arg, c.code)
+					return
 				}
-				return true
+				add(arg, c.code)
 			})
 		}
 	}
